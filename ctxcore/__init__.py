@@ -1,0 +1,23 @@
+"""ctxcore: context construction, one explicit decision at a time.
+
+>>> from ctxcore import Candidate, Config, build
+>>> t = build([Candidate("a", "Refunds take five days.", 0.9)], "How long do refunds take?", Config(budget=100))
+>>> [(d.id, d.fate, d.label) for d in t.decisions]
+[('a', 'kept', 'S1')]
+"""
+
+from .budget import window_budget
+from .errors import BuildError, InputError
+from .loaders import Loaded, load, loads
+from .pipeline import STAGES, build, evidence_cost, rank_order
+from .records import (FATE_MEANINGS, FATES, FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt,
+                      TokenizerInfo, Trace)
+from .schema import trace_schema
+from .tokens import ENCODINGS, encoding_for_model, get_tokenizer
+
+__all__ = [
+    "Block", "Budget", "BuildError", "Candidate", "Config", "Decision", "ENCODINGS", "FATES", "FATE_MEANINGS",
+    "FORMAT", "Inputs", "InputError", "Loaded", "Prompt", "STAGES", "TokenizerInfo", "Trace", "build",
+    "encoding_for_model", "evidence_cost", "get_tokenizer", "load", "loads", "rank_order", "trace_schema",
+    "window_budget",
+]

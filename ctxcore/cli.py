@@ -1,0 +1,160 @@
+"""``python -m ctxcore``: build, replay and inspect context from the command line.
+
+Exit status: 0 success, 2 bad input or settings (one line on stderr), 1 unexpected failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional
+
+from .errors import BuildError, InputError
+from .loaders import load, parse_json
+from .records import FATES, Trace
+from .serialize import dumps
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, like every other bad-input path
+        raise InputError(message, source=self.prog)
+
+
+def _float(text):
+    if text.lower() in ("off", "none", "null"):
+        return None
+    return float(text)
+
+
+def _overhead(text):
+    return text if text == "auto" else int(text)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m ctxcore", description="Context construction debugger: see which candidates "
+                "reach the prompt, and why the others did not.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    b = sub.add_parser("build", help="build the prompt and trace for a candidates file or a trace (replay)")
+    b.add_argument("input", metavar="INPUT", help="JSON, JSONL, CSV, or a trace JSON (replayed)")
+    b.add_argument("--query")
+    b.add_argument("--config", metavar="FILE", help="JSON file of settings")
+    g = b.add_argument_group("settings (each overrides the file's own)")
+    g.add_argument("--budget", type=int, help="evidence token budget (overrides the window split)")
+    g.add_argument("--window", type=int)
+    g.add_argument("--max-output", type=int, dest="max_output")
+    g.add_argument("--safety", type=float)
+    g.add_argument("--history-share", type=float, dest="history_share")
+    enc = g.add_mutually_exclusive_group()
+    enc.add_argument("--encoding", choices=None)
+    enc.add_argument("--model")
+    g.add_argument("--min-score", type=_float, dest="min_score")
+    nd = g.add_mutually_exclusive_group()
+    nd.add_argument("--near-dup", type=float, dest="near_dup")
+    nd.add_argument("--no-near-dup", action="store_const", const=True, dest="no_near_dup")
+    g.add_argument("--similarity", choices=("words", "shingles", "cosine"))
+    g.add_argument("--select", choices=("score", "density", "mmr"))
+    g.add_argument("--mmr-lambda", type=float, dest="mmr_lambda")
+    g.add_argument("--order", choices=("rank", "sandwich", "document", "original"))
+    g.add_argument("--label-overhead", type=_overhead, dest="label_overhead", metavar="N|auto")
+    g.add_argument("--compress", action="store_const", const=True)
+    g.add_argument("--max-chunk-tokens", type=int, dest="max_chunk_tokens")
+    g.add_argument("--merge-adjacent", action="store_const", const=True, dest="merge_adjacent")
+    g.add_argument("--no-prefer-newest", action="store_const", const=False, dest="prefer_newest")
+    g.add_argument("--caller")
+    b.add_argument("--format", choices=("table", "json", "prompt"), default="table")
+    s = sub.add_parser("schema", help="print the JSON Schema of the trace format")
+    s.set_defaults(format="json")
+    return p
+
+
+_SETTINGS = ("budget", "window", "max_output", "safety", "history_share", "encoding", "model", "min_score",
+             "near_dup", "similarity", "select", "mmr_lambda", "order", "label_overhead", "compress",
+             "max_chunk_tokens", "merge_adjacent", "prefer_newest", "caller")
+
+
+def overrides(args) -> dict:
+    out = {k: getattr(args, k) for k in _SETTINGS if getattr(args, k, None) is not None}
+    if getattr(args, "no_near_dup", None):
+        out["near_dup"] = None
+    if "model" in out:
+        out.pop("encoding", None)
+    return out
+
+
+def table(trace: Trace) -> str:
+    b = trace.budget
+    counts = {k: v for k, v in trace.fate_counts().items() if v}
+    from .pipeline import evidence_cost
+
+    lines = [
+        f"query: {trace.query}",
+        f"tokenizer: {trace.tokenizer.encoding}{'' if trace.tokenizer.exact else ' (approximate)'}  "
+        f"window {b.window}, max output {b.max_output}, safety {b.safety:g}",
+        f"budget: safe input {b.safe_input}, fixed {b.fixed}, history {b.history}, docs {b.docs}"
+        + (" (given directly)" if b.docs_direct else ""),
+        f"evidence: {evidence_cost(trace)} of {b.docs} tokens; prompt: {trace.prompt.tokens} of {b.safe_input} tokens",
+        "fates: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
+        "",
+    ]
+    rows = [("id", "fate", "stage", "tokens", "label", "reason")]
+    for d in trace.decisions:
+        rows.append((d.id, d.fate, d.stage, "" if d.tokens is None else str(d.tokens), d.label or "", d.reason))
+    widths = [min(max(len(r[i]) for r in rows), 32) for i in range(5)]
+    for r in rows:
+        lines.append("  ".join(r[i][:32].ljust(widths[i]) for i in range(5)) + "  " + r[5])
+    if trace.warnings:
+        lines += ["", "warnings:"] + [f"- {w}" for w in trace.warnings]
+    return "\n".join(lines)
+
+
+def _settings_file(path: Optional[str]) -> dict:
+    if not path:
+        return {}
+    try:
+        with open(path, "rb") as f:
+            data = parse_json(f.read(), path)
+    except OSError as err:
+        raise InputError(f"cannot read the file ({err.strerror})", source=path) from None
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):
+        data = data["config"]
+    if not isinstance(data, dict):
+        raise InputError("settings must be a JSON object", source=path)
+    return data
+
+
+def run(argv=None, out=sys.stdout) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "schema":
+        from .schema import trace_schema
+
+        out.write(dumps(trace_schema()) + "\n")
+        return 0
+    loaded = load(args.input)
+    settings = {**loaded.config, **_settings_file(args.config), **overrides(args)}
+    config = loaded.settings(**{k: v for k, v in settings.items() if k not in loaded.config or
+                                loaded.config[k] != v})
+    trace = loaded.build(config, query=args.query)
+    if args.format == "json":
+        out.write(trace.to_json() + "\n")
+    elif args.format == "prompt":
+        out.write(trace.prompt.text + "\n")
+    else:
+        out.write(table(trace) + "\n")
+    return 0
+
+
+def main(argv=None) -> int:
+    try:
+        return run(argv)
+    except (InputError, BuildError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as err:  # noqa: BLE001 - last line of defence: no traceback for users
+        print(f"error: unexpected {type(err).__name__}: {err} (please report this with the input file)",
+              file=sys.stderr)
+        return 1

@@ -1,0 +1,110 @@
+"""Stages that drop a candidate for what it is, not for what else is there:
+the caller may not see it, a newer version of its document is present, or its
+score is under the threshold."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from datetime import date, datetime
+
+from .records import Decision
+from .state import score_text
+
+
+def permitted(state):
+    """Drop candidates whose permissions exclude the caller (only when a caller is given)."""
+    caller = state.config.caller
+    if caller is None:
+        return state
+    out = [Decision(c.id, "not_permitted", "permissions",
+                    f"caller {caller!r} is not among the permitted {', '.join(c.permissions) or '(none)'}")
+           for c in state.alive if c.permissions is not None and caller not in c.permissions]
+    return state.drop(out)
+
+
+def _natural(text: str) -> tuple:
+    """Sort key that orders 'v2' before 'v10' and '1.9' before '1.10'.
+
+    >>> sorted(["v10", "v2", "v1.5"], key=_natural)
+    ['v1.5', 'v2', 'v10']
+    """
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower())
+                 for p in re.findall(r"\d+|[^\d\W]+", text))
+
+
+def _when(value: str):
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).replace(tzinfo=None)
+    except ValueError:
+        pass
+    try:
+        return datetime.combine(date.fromisoformat(value[:10]), datetime.min.time())
+    except ValueError:
+        return None
+
+
+def version_key(c):
+    """How new a candidate is within its document: by date, else by version; None if neither."""
+    if c.date:
+        when = _when(c.date)
+        return (1, when.isoformat() if when else c.date, ())
+    if c.version:
+        return (0, "", _natural(c.version))
+    return None
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _numbers(texts) -> set[str]:
+    return {n.replace(",", "") for t in texts for n in _NUMBER.findall(t)}
+
+
+def _families(alive):
+    families = defaultdict(list)
+    for c in alive:
+        if c.doc_id is not None and version_key(c) is not None:
+            families[c.doc_id].append(c)
+    return {doc: members for doc, members in families.items()
+            if len({version_key(c) for c in members}) > 1}
+
+
+def _label(c) -> str:
+    return c.date or c.version or "?"
+
+
+def newest(state):
+    """Mark older versions of a document stale when a newer one is present; report conflicts."""
+    families = _families(state.alive)
+    warnings, out = [], []
+    for doc, members in families.items():
+        top = max(version_key(c) for c in members)
+        newest_members = [c for c in members if version_key(c) == top]
+        survivor = min(newest_members, key=lambda c: state.rank[c.id])
+        older = [c for c in members if version_key(c) != top]
+        new_nums, old_nums = _numbers(c.text for c in newest_members), _numbers(c.text for c in older)
+        if new_nums - old_nums and old_nums - new_nums:
+            warnings.append(
+                f"conflicting versions of {doc}: older ({', '.join(sorted({_label(c) for c in older}))}) "
+                f"says {', '.join(sorted(old_nums - new_nums))}; newest ({_label(survivor)}) says "
+                f"{', '.join(sorted(new_nums - old_nums))}")
+        if state.config.prefer_newest:
+            out += [Decision(c.id, "stale", "stale",
+                             f"{doc} version {_label(c)} is older than {_label(survivor)} "
+                             f"(present as {survivor.id})", superseded_by=survivor.id)
+                    for c in older]
+    return state.drop(out).warn(*warnings)
+
+
+def threshold(state):
+    """Drop scored candidates under min_score; when nothing is left, the prompt abstains."""
+    floor = state.config.min_score
+    if floor is None:
+        return state
+    if state.alive and all(c.score is None for c in state.alive):
+        return state.warn(f"min_score {floor} not applied: no candidate has a score")
+    out = [Decision(c.id, "below_threshold", "threshold",
+                    f"score {score_text(c.score)} is below the minimum {floor:g}")
+           for c in state.alive if c.score is not None and c.score < floor]
+    return state.drop(out)

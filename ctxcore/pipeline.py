@@ -1,0 +1,90 @@
+"""The runner: normalise the input, then pass one state through each stage in turn."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Iterable, Optional
+
+from . import assemble, budget, dedup, filters, merge, order, select
+from .errors import InputError
+from .records import Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo, Trace
+from .state import State
+from .tokens import get_tokenizer
+
+STAGES = (
+    budget.run,         # how many tokens evidence may use
+    filters.permitted,  # not_permitted
+    filters.newest,     # stale
+    dedup.exact,        # exact_duplicate
+    dedup.near,         # near_duplicate
+    merge.run,          # merged
+    filters.threshold,  # below_threshold
+    select.run,         # over_budget / kept (compression happens here, as chunks are fitted)
+    order.run,          # prompt order
+    assemble.run,       # labels, blocks, final count (over_budget when the whole prompt is too long)
+)
+
+
+def rank_order(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """Score descending, ties by input order; unscored candidates after all scored ones."""
+    indexed = list(enumerate(candidates))
+    indexed.sort(key=lambda ic: (ic[1].score is None, -(ic[1].score or 0.0), ic[0]))
+    return [c for _, c in indexed]
+
+
+def _start(candidates, query, config, inputs) -> State:
+    tok = get_tokenizer(config.encoding)
+    candidates = tuple(candidates)
+    seen = Counter(c.id for c in candidates)
+    if len(seen) != len(candidates):
+        dup = next(i for i, n in seen.items() if n > 1)
+        raise InputError(f"candidate id {dup!r} appears more than once; ids must be unique", field="id")
+    counts = tok.count_many([c.text for c in candidates])
+    candidates = tuple(c if c.tokens == n else dataclasses.replace(c, tokens=n) for c, n in zip(candidates, counts))
+    ranked = rank_order(candidates)
+    state = State(query=query, config=config, inputs=inputs, tokenizer=tok, candidates=candidates,
+                  alive=tuple(ranked), rank={c.id: i for i, c in enumerate(ranked)})
+    unscored = sum(c.score is None for c in candidates)
+    generated = sum(c.generated_id for c in candidates)
+    notes = []
+    if not tok.exact:
+        notes.append(f"token counts are approximate (about 4 characters a token): the {config.encoding} "
+                     f"vocabulary is not available")
+    if unscored and unscored < len(candidates):
+        notes.append(f"{unscored} of {len(candidates)} candidates have no score; they rank after the scored "
+                     f"ones, in input order")
+    elif unscored and candidates:
+        notes.append("no candidate has a score: the input order is the rank")
+    if generated:
+        notes.append(f"{generated} candidates had no id; ids were generated from their position")
+    return state.warn(*notes)
+
+
+def build(candidates: Iterable[Candidate], query: str, config: Optional[Config] = None,
+          inputs: Optional[Inputs] = None) -> Trace:
+    """Decide every candidate's fate and assemble the prompt. Deterministic."""
+    config = config or Config()
+    state = _start(candidates, query, config, inputs or Inputs())
+    for stage in STAGES:
+        state = stage(state)
+    return _trace(state)
+
+
+def _trace(state: State) -> Trace:
+    decided = {**state.removed, **{d.id: d for d in state.kept}}
+    return Trace(
+        query=state.query, config=state.config,
+        tokenizer=TokenizerInfo(state.config.encoding, state.tokenizer.exact),
+        budget=state.budget, candidates=state.candidates,
+        decisions=tuple(decided[c.id] for c in state.candidates),
+        blocks=state.blocks, prompt=Prompt(state.prompt_text, state.prompt_tokens),
+        warnings=state.warnings, abstain=state.abstain, inputs=state.inputs)
+
+
+def evidence_cost(trace: Trace) -> int:
+    """Docs-budget tokens the kept passages use (text plus label lines)."""
+    return sum(d.cost or 0 for d in trace.decisions if d.fate == "kept")
+
+
+__all__ = ["STAGES", "build", "rank_order", "evidence_cost", "Decision"]

@@ -1,0 +1,92 @@
+"""Stage: choose the evidence that fits the docs budget.
+
+Walk the survivors in one of three orders (rank, score per token, or maximal
+marginal relevance); each costs its tokens plus its label line. What does not
+fit is ``over_budget`` and the walk goes on. With compression on, a chunk that
+would not fit (or is over ``max_chunk_tokens``) is first cut down to its
+query-relevant sentences.
+"""
+
+from __future__ import annotations
+
+from .assemble import label_overhead
+from .compress import shrink
+from .dedup import jaccard, words
+from .records import Decision
+from .state import score_text
+
+
+def _density_order(alive, costs, rank):
+    return sorted(alive, key=lambda c: (c.score is None, -(c.score or 0.0) / max(costs[c.id], 1), rank[c.id]))
+
+
+def _fit(state, c, overhead, remaining):
+    """(text, tokens, compressed) as the chunk would enter, or None with the reason it cannot."""
+    cfg, count = state.config, state.tokenizer.count
+    text, tokens, compressed = c.text, c.tokens, False
+    cap = cfg.max_chunk_tokens
+    if cap is not None and tokens > cap:
+        short = shrink(text, state.query, cap, count) if cfg.compress else None
+        if short is None:
+            why = ("no query-relevant sentence fits in it" if cfg.compress else "compression is off")
+            return None, f"{tokens} tokens is over the per-chunk cap of {cap} and {why}"
+        text, tokens, compressed = short, count(short), True
+    if tokens + overhead > remaining and cfg.compress:
+        short = shrink(text, state.query, remaining - overhead, count)
+        if short is not None:
+            text, tokens, compressed = short, count(short), True
+    if tokens + overhead > remaining:
+        return None, (f"needs {tokens + overhead} tokens ({tokens} text + {overhead} label) but only "
+                      f"{remaining} of the {state.budget.docs}-token docs budget were left")
+    return (text, tokens, compressed), None
+
+
+def run(state):
+    cfg, docs = state.config, state.budget.docs
+    overhead = {c.id: label_overhead(state, c) for c in state.alive}
+    rank = state.rank
+    if cfg.select == "density":
+        walk = iter(_density_order(state.alive, {c.id: c.tokens + overhead[c.id] for c in state.alive}, rank))
+    elif cfg.select == "mmr":
+        walk = _mmr(state.alive, cfg.mmr_lambda, rank, accepted := set())
+    else:
+        walk = iter(state.alive)
+    remaining, kept, dropped = docs, [], []
+    original = {c.id: c for c in state.candidates}
+    for c in walk:
+        fit, why = _fit(state, c, overhead[c.id], remaining)
+        if fit is None:
+            dropped.append(Decision(c.id, "over_budget", "select", why))
+            continue
+        text, tokens, compressed = fit
+        cost = tokens + overhead[c.id]
+        remaining -= cost
+        if cfg.select == "mmr":
+            accepted.add(c.id)
+        how = {"score": "by score", "density": "by score per token", "mmr": "by MMR"}[cfg.select]
+        kept.append(Decision(
+            c.id, "kept", "select",
+            f"rank {rank[c.id] + 1}, score {score_text(c.score)}; selected {how} for {cost} tokens "
+            f"({docs - remaining} of {docs} used)" + (f"; compressed from {c.tokens} tokens" if compressed else ""),
+            tokens=tokens, tokens_before=c.tokens if compressed else None, cost=cost,
+            compressed=compressed,
+            text=text if text != original[c.id].text else None))
+    kept.sort(key=lambda d: rank[d.id])
+    state = state.drop(dropped)
+    return state.replace(kept=tuple(kept))
+
+
+def _mmr(alive, lam, rank, accepted):
+    """Yield candidates by maximal marginal relevance: lam * score - (1 - lam) * the highest
+    word-set Jaccard with a passage already accepted; ties by rank."""
+    pool = list(alive)
+    closest = {c.id: 0.0 for c in pool}
+    while pool:
+        best = max(pool, key=lambda c: (lam * (c.score or 0.0) - (1 - lam) * closest[c.id], -rank[c.id]))
+        pool.remove(best)
+        yield best
+        if best.id not in accepted:
+            continue
+        w = words(best.text)
+        for c in pool:
+            closest[c.id] = max(closest[c.id], jaccard(words(c.text), w))

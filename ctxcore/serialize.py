@@ -1,0 +1,101 @@
+"""Trace <-> JSON. Field order is fixed and floats print the same everywhere, so the
+same build gives the same bytes in any process."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+from .errors import InputError
+from .records import (FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo,
+                      Trace)
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False)
+
+
+def _compact(record, keep=()) -> dict:
+    """Fields of a record without the empty optional ones."""
+    out = {}
+    for f in dataclasses.fields(record):
+        v = getattr(record, f.name)
+        if f.name in keep or not (v is None or v == {} or (f.name == "generated_id" and v is False)):
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+    return out
+
+
+def candidate_to_dict(c: Candidate) -> dict:
+    return _compact(c, keep=("id", "text", "score"))
+
+
+def trace_to_dict(t: Trace) -> dict:
+    return {
+        "format": t.format,
+        "query": t.query,
+        "config": t.config.to_dict(),
+        "tokenizer": dataclasses.asdict(t.tokenizer),
+        "budget": dataclasses.asdict(t.budget),
+        "candidates": [candidate_to_dict(c) for c in t.candidates],
+        "decisions": [_compact(d) for d in t.decisions],
+        "blocks": [{**_compact(b), "tokens": b.tokens} for b in t.blocks],
+        "prompt": dataclasses.asdict(t.prompt),
+        "warnings": list(t.warnings),
+        "abstain": t.abstain,
+        "inputs": {**dataclasses.asdict(t.inputs), "tools": list(t.inputs.tools),
+                   "history": list(t.inputs.history)},
+    }
+
+
+def _record(cls, data, source, where):
+    if not isinstance(data, dict):
+        raise InputError(f"{where} must be an object", source=source, field=where)
+    names = {f.name for f in dataclasses.fields(cls)}
+    try:
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names})
+    except TypeError as err:
+        raise InputError(f"{where} is incomplete or malformed ({err})", source=source, field=where) from None
+
+
+def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        found = data.get("format") if isinstance(data, dict) else None
+        raise InputError(f"not a {FORMAT} trace (format is {found!r})", source=source, field="format")
+    for key in ("query", "config", "budget", "candidates", "decisions", "prompt"):
+        if key not in data:
+            raise InputError("missing from the trace", source=source, field=key)
+    from .loaders import candidates_from_objects
+
+    candidates = candidates_from_objects(data["candidates"], source=source, field="candidates")
+    decisions = tuple(_record(Decision, d, source, f"decisions[{i}]") for i, d in enumerate(data["decisions"]))
+    ids = [c.id for c in candidates]
+    if sorted(ids) != sorted(d.id for d in decisions):
+        raise InputError("the decisions do not name the same ids as the candidates", source=source,
+                         field="decisions")
+    inputs = data.get("inputs") or {}
+    return Trace(
+        query=data["query"],
+        config=Config.from_dict(data["config"], source=source),
+        tokenizer=_record(TokenizerInfo, data.get("tokenizer", {"encoding": "?", "exact": False}), source, "tokenizer"),
+        budget=_record(Budget, data["budget"], source, "budget"),
+        candidates=candidates,
+        decisions=decisions,
+        blocks=tuple(_record(Block, {k: v for k, v in b.items() if k != "tokens"}, source, f"blocks[{i}]")
+                     for i, b in enumerate(data.get("blocks", []))),
+        prompt=_record(Prompt, data["prompt"], source, "prompt"),
+        warnings=tuple(data.get("warnings", [])),
+        abstain=bool(data.get("abstain", False)),
+        inputs=Inputs(system=inputs.get("system", ""), instructions=inputs.get("instructions", ""),
+                      schema=inputs.get("schema", ""), tools=tuple(inputs.get("tools", ())),
+                      history=tuple(inputs.get("history", ()))),
+    )
+
+
+def trace_from_json(text, *, source: str = "trace") -> Trace:
+    from .loaders import parse_json
+
+    return trace_from_dict(parse_json(text, source), source=source)
+
+

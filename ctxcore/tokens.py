@@ -1,0 +1,181 @@
+"""Token counting with the model's real tokenizer, offline, cached by text.
+
+tiktoken fetches its vocabulary over the network on first use. The PyPI package
+``bpe-openai`` ships the same files byte for byte, so we place them where
+tiktoken looks for its cache and let tiktoken verify the hash itself. Nothing is
+ever downloaded. When no vocabulary can be had, an approximate counter is used
+and the trace says so.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import math
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from importlib import resources
+
+_VOCABULARIES = {
+    # encoding -> (the URL tiktoken caches under, sha256 tiktoken expects)
+    "cl100k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+    "o200k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}
+
+ENCODINGS = tuple(_VOCABULARIES)
+APPROXIMATE = "approx_chars4"
+
+_MODEL_PREFIXES = (
+    # longest prefix wins; checked in this order
+    ("gpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-3.5", "cl100k_base"),
+    ("text-embedding-3", "cl100k_base"),
+    ("text-embedding-ada-002", "cl100k_base"),
+)
+
+
+def encoding_for_model(model: str) -> str:
+    """Map a model name to its tiktoken encoding.
+
+    >>> encoding_for_model("gpt-4o-mini")
+    'o200k_base'
+    >>> encoding_for_model("gpt-3.5-turbo")
+    'cl100k_base'
+    """
+    name = model.strip().lower()
+    if "/" in name:  # provider-prefixed names such as "openai/gpt-4o"
+        name = name.rsplit("/", 1)[1]
+    for prefix, encoding in _MODEL_PREFIXES:
+        if name == prefix or name.startswith(prefix + "-") or name.startswith(prefix + "."):
+            return encoding
+        if prefix in ("o1", "o3", "o4") and name.startswith(prefix):
+            return encoding
+    raise KeyError(model)
+
+
+def _tiktoken_cache_dir() -> str | None:
+    """The directory tiktoken will read its cache from (None: caching disabled)."""
+    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if var in os.environ:
+            return os.environ[var] or None
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _seed_cache(name: str) -> None:
+    url, expected = _VOCABULARIES[name]
+    cache_dir = _tiktoken_cache_dir()
+    if cache_dir is None:
+        raise LookupError("tiktoken caching is disabled (TIKTOKEN_CACHE_DIR is empty)")
+    path = os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            if hashlib.sha256(f.read()).hexdigest() == expected:
+                return
+    data = gzip.decompress(resources.files("bpe_openai.data").joinpath(f"{name}.tiktoken.gz").read_bytes())
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise LookupError(f"the {name} vocabulary shipped by bpe-openai does not have the expected hash")
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """Counts tokens for one encoding; ``exact`` is False for the fallback."""
+
+    name: str
+    exact: bool
+    _encoding: object = None
+
+    def encode(self, text: str) -> list[int]:
+        if self._encoding is None:
+            return list(range(_approximate(text)))
+        return self._encoding.encode_ordinary(text)
+
+    def count(self, text: str) -> int:
+        return _count_cached(self, text)
+
+    def count_many(self, texts) -> list[int]:
+        """Counts for many texts; uncached ones are tokenized in one batch."""
+        cache = _CACHE.setdefault(self.name, {})
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        if missing:
+            if self._encoding is None:
+                counts = [_approximate(t) for t in missing]
+            else:
+                counts = [len(ids) for ids in self._encoding.encode_ordinary_batch(missing, num_threads=2)]
+            with _LOCK:
+                cache.update(zip(missing, counts))
+        return [cache[t] for t in texts]
+
+    def pieces(self, text: str) -> list[str]:
+        """The text split at token boundaries (for showing them)."""
+        if self._encoding is None:
+            return [text[i : i + 4] for i in range(0, len(text), 4)]
+        ids = self._encoding.encode_ordinary(text)
+        return [b.decode("utf-8", errors="replace") for b in self._encoding.decode_tokens_bytes(ids)]
+
+    def offsets(self, text: str) -> list[int]:
+        """Character offset where each token of ``text`` starts."""
+        if self._encoding is None:
+            return list(range(0, len(text), 4))
+        _, starts = self._encoding.decode_with_offsets(self._encoding.encode_ordinary(text))
+        return starts
+
+
+def _approximate(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+_CACHE: dict[str, dict[str, int]] = {}
+_LOCK = threading.Lock()
+_TOKENIZERS: dict[str, Tokenizer] = {}
+
+
+def _count_cached(tok: Tokenizer, text: str) -> int:
+    cache = _CACHE.setdefault(tok.name, {})
+    n = cache.get(text)
+    if n is None:
+        n = len(tok._encoding.encode_ordinary(text)) if tok._encoding is not None else _approximate(text)
+        cache[text] = n
+    return n
+
+
+def get_tokenizer(encoding: str) -> Tokenizer:
+    """The tokenizer for ``encoding``, or the labelled approximate one if unavailable."""
+    if encoding in _TOKENIZERS:
+        return _TOKENIZERS[encoding]
+    tok = Tokenizer(APPROXIMATE, exact=False)
+    if encoding in _VOCABULARIES:
+        try:
+            import tiktoken
+
+            _seed_cache(encoding)
+            tok = Tokenizer(encoding, exact=True, _encoding=tiktoken.get_encoding(encoding))
+        except Exception:  # noqa: BLE001 - any failure means: no real vocabulary here
+            tok = Tokenizer(APPROXIMATE, exact=False)
+    _TOKENIZERS[encoding] = tok
+    return tok
+
+
+def cache_size(encoding: str) -> int:
+    """How many distinct texts have a cached count (used to prove reruns don't recount)."""
+    return len(_CACHE.get(encoding, {}))
