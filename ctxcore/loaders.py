@@ -111,9 +111,8 @@ def load(path_or_bytes: Union[str, os.PathLike, bytes], name: Optional[str] = No
 
 def loads(text: str, source: str = "input") -> Loaded:
     stripped = text.lstrip()
-    if source.lower().endswith(".csv") or not stripped.startswith(("[", "{")):
-        if source.lower().endswith((".json", ".jsonl")):
-            raise InputError("not valid JSON: the file does not start with '[' or '{'", source=source, line=1)
+    name = source.lower()
+    if name.endswith(".csv") or not (stripped.startswith(("[", "{")) or name.endswith((".json", ".jsonl"))):
         return _from_csv(text, source)
     try:
         data = json.loads(text)
@@ -296,7 +295,10 @@ def candidate(item, i: int, label: str, where: dict) -> tuple[Candidate, bool, l
     extra = [k for k in item if k not in _KNOWN and k != "tokens"]
     if extra:
         metadata = {**metadata, **{k: item[k] for k in extra}}
-    return Candidate(id=cid, text=text, score=score, chunk_index=chunk_index, trust=trust,
+    tokens = item.get("tokens")
+    if not isinstance(tokens, int) or isinstance(tokens, bool):
+        tokens = None  # recounted by the build anyway; kept so a trace reads back identical
+    return Candidate(id=cid, text=text, score=score, chunk_index=chunk_index, trust=trust, tokens=tokens,
                      permissions=tuple(permissions) if permissions is not None else None,
                      embedding=tuple(float(x) for x in embedding) if embedding is not None else None,
                      metadata=metadata, generated_id=generated, **strings), generated, extra

@@ -1,0 +1,62 @@
+"""Shared fixtures: the worked example from the reference material, as candidates."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ctxcore import Candidate, get_tokenizer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SEED_TEXTS = {
+    "policy-returns": "Refunds are processed within five business days to the original payment method.",
+    "policy-returns-copy": "Refunds are processed within five business days to the original payment method.",
+    "policy-returns-near": "Refunds are processed within 5 business days to the original payment method.",
+    "policy-shipping": "Standard shipping is free for orders over 50 dollars and arrives in three to five days.",
+    "blog-holiday": "During the holiday season our warehouse team works around the clock to pack every order "
+                    "with care and joy.",
+    "faq-tracking": "You can track your order with the tracking number in your confirmation email.",
+    "policy-warranty": "Electronics carry a twelve month warranty covering manufacturing defects only.",
+}
+SEED_SCORES = {"policy-returns": 0.91, "policy-returns-copy": 0.91, "policy-returns-near": 0.91,
+               "policy-shipping": 0.55, "blog-holiday": 0.50, "faq-tracking": 0.65, "policy-warranty": 0.71}
+
+
+@pytest.fixture
+def seed_candidates():
+    return [Candidate(cid, text, SEED_SCORES[cid]) for cid, text in SEED_TEXTS.items()]
+
+
+@pytest.fixture
+def seed_file(tmp_path):
+    path = tmp_path / "seed.json"
+    path.write_text(json.dumps({
+        "query": "how long do refunds take",
+        "system": "You are a support agent. Answer only from the documents.",
+        "candidates": [{"id": k, "text": v, "score": SEED_SCORES[k]} for k, v in SEED_TEXTS.items()],
+    }))
+    return path
+
+
+@pytest.fixture(scope="session")
+def cl100k():
+    tok = get_tokenizer("cl100k_base")
+    assert tok.exact, "the real cl100k_base vocabulary must be available offline"
+    return tok
+
+
+def text_of_tokens(n: int, word: str = "word") -> str:
+    """A text of exactly n cl100k tokens (' word' is one token)."""
+    return word + f" {word}" * (n - 1)
+
+
+def cli(*args, env=None):
+    """Run the real CLI in a subprocess; returns (exit code, stdout, stderr)."""
+    proc = subprocess.run([sys.executable, "-m", "ctxcore", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, **(env or {})}, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr

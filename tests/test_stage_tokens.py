@@ -1,0 +1,40 @@
+import ctxcore.tokens as tokens
+from ctxcore import Candidate, Config, build, encoding_for_model, get_tokenizer
+
+
+def test_model_names_map_to_encodings():
+    for model in ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-nano", "o1", "o3-mini", "o4-mini"):
+        assert encoding_for_model(model) == "o200k_base", model
+    for model in ("gpt-4", "gpt-4-turbo", "gpt-3.5-turbo"):
+        assert encoding_for_model(model) == "cl100k_base", model
+
+
+def test_model_setting_picks_the_encoding():
+    assert Config(model="gpt-4o").encoding == "o200k_base"
+
+
+def test_both_encodings_are_real_and_differ():
+    text = "Überweisungen dauern 3–5 Werktage; 退款需要五个工作日。"
+    c, o = get_tokenizer("cl100k_base"), get_tokenizer("o200k_base")
+    assert c.exact and o.exact
+    assert c.count(text) != o.count(text)
+
+
+def test_special_token_text_is_counted_as_text():
+    tok = get_tokenizer("cl100k_base")
+    assert tok.count("<|endoftext|>") > 1  # never the single special token
+
+
+def test_unknown_encoding_falls_back_to_a_labelled_approximation():
+    t = build([Candidate("a", "x" * 40, 1.0)], "q", Config(encoding="no_such_encoding", budget=100))
+    assert t.tokenizer.exact is False
+    assert t.candidates[0].tokens == 10
+    assert any("approximate" in w for w in t.warnings)
+
+
+def test_rebuild_with_other_settings_does_not_retokenize():
+    cands = [Candidate(f"c{i}", f"unique rebuild text number {i} about refunds", 0.5) for i in range(50)]
+    build(cands, "q", Config(budget=100))
+    before = tokens.cache_size("cl100k_base")
+    build(cands, "q", Config(budget=200, order="rank", near_dup=0.5))
+    assert tokens.cache_size("cl100k_base") == before
