@@ -13,6 +13,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from functools import lru_cache
+from itertools import chain
 from typing import Optional, Sequence
 
 from .records import Decision
@@ -78,43 +79,60 @@ def near_duplicates_naive(sets: Sequence[frozenset], threshold: float) -> list[M
 def near_duplicates(sets: Sequence[frozenset], threshold: float) -> list[Match]:
     """Same result as :func:`near_duplicates_naive`, without comparing all pairs.
 
-    Two sets with Jaccard >= t share at least ceil(t * |s|) members, so when every
-    set is sorted by one global order (rarest first), their short prefixes must
-    intersect. Only survivors sharing a prefix word are verified, with the same
-    arithmetic as the definition.
+    Every set is sorted by one global order, rarest word first. Two sets with
+    Jaccard >= t share at least t/(1+t) * (|x| + |y|) words, so their short
+    prefixes must intersect (prefix filter), and a shared word found at
+    positions i and j bounds how many more they can share (positional filter).
+    Survivors passing both are verified with the same arithmetic as the
+    definition, in rank order; the first match wins.
 
     >>> s = [words("a b c d e"), words("a b c d e f"), words("x y z")]
     >>> near_duplicates(s, 0.8)
     [None, (0, 0.8333333333333334), None]
     """
-    df = Counter(w for s in sets for w in s)
-    order = {w: r for r, w in enumerate(sorted(df, key=lambda w: (df[w], w)))}
-    index: dict[int, list[int]] = defaultdict(list)
+    df = Counter(chain.from_iterable(sets))
+    vocabulary = sorted(df)
+    vocabulary.sort(key=df.__getitem__)  # stable: rarest first, ties alphabetical
+    order = {w: r for r, w in enumerate(vocabulary)}
+    rank_of = order.__getitem__
+    index: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # word -> (survivor, position, size)
+    sizes = [len(s) for s in sets]
+    share = threshold / (1 + threshold)
+    slack = 1 - 1e-9  # prune only when clearly impossible, so float rounding never loses a match
     out: list[Match] = []
     for i, s in enumerate(sets):
-        n = len(s)
+        n = sizes[i]
         if n == 0:
             out.append(None)  # no words: never similar, and nothing can match it
             continue
-        alpha = max(1, math.ceil(threshold * n) - 1)  # one short of the bound: float-safe
-        prefix = sorted(order[w] for w in s)[: n - alpha + 1]
-        seen: set[int] = set()
-        for w in prefix:
-            seen.update(index.get(w, ()))
-        match = None
-        lo, hi = threshold * n * (1 - 1e-9), n / threshold * (1 + 1e-9)
-        for j in sorted(seen):
-            other = sets[j]
-            if not lo <= len(other) <= hi:
+        ranked = sorted(map(rank_of, s))
+        prefix_len = n - max(1, math.ceil(threshold * n) - 1) + 1
+        lo, hi = threshold * n * slack, n / threshold / slack
+        overlap: dict[int, int] = {}
+        for pos, w in enumerate(ranked[:prefix_len]):
+            entries = index.get(w)
+            if entries is None:
                 continue
-            sim = jaccard(s, other)
+            rest = n - pos - 1
+            for j, pos_j, m in entries:
+                if m < lo or m > hi:
+                    continue
+                seen = overlap.get(j, 0)
+                if seen < 0:
+                    continue
+                tail = m - pos_j - 1
+                bound = seen + 1 + (rest if rest < tail else tail)
+                overlap[j] = seen + 1 if bound >= share * (n + m) * slack else -1
+        match = None
+        for j in sorted(j for j, o in overlap.items() if o > 0):
+            sim = jaccard(s, sets[j])
             if sim >= threshold:
                 match = (j, sim)
                 break
         out.append(match)
         if match is None:
-            for w in prefix:
-                index[w].append(i)
+            for pos, w in enumerate(ranked[:prefix_len]):
+                index[w].append((i, pos, n))
     return out
 
 
@@ -167,6 +185,12 @@ def exact(state):
 _MEASURES = {"words": words, "shingles": shingles}
 
 
+@lru_cache(maxsize=16)
+def _memo_near(texts: tuple[str, ...], similarity: str, threshold: float) -> list[Match]:
+    """Near-dedup of survivors in rank order, remembered so a rebuild with other settings reuses it."""
+    return near_duplicates([_MEASURES[similarity](t) for t in texts], threshold)
+
+
 def near(state):
     """Drop candidates too similar to a higher-ranked survivor."""
     c = state.config
@@ -185,7 +209,7 @@ def near(state):
             return state.warn(f"cosine near-dedup skipped: {err}")
         measure = "cosine"
     else:
-        matches = near_duplicates([_MEASURES[c.similarity](x.text) for x in alive], c.near_dup)
+        matches = _memo_near(tuple(x.text for x in alive), c.similarity, c.near_dup)
         measure = "word-set Jaccard" if c.similarity == "words" else "5-character shingle Jaccard"
     out = [Decision(x.id, "near_duplicate", "near_dedup",
                     f"{measure} {m[1]:.3f} with higher-ranked {alive[m[0]].id} (threshold {c.near_dup:g})",

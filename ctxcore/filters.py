@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from datetime import date, datetime
+from functools import lru_cache
 
 from .records import Decision
 from .state import score_text
@@ -46,11 +47,16 @@ def _when(value: str):
 
 def version_key(c):
     """How new a candidate is within its document: by date, else by version; None if neither."""
-    if c.date:
-        when = _when(c.date)
-        return (1, when.isoformat() if when else c.date, ())
-    if c.version:
-        return (0, "", _natural(c.version))
+    return _version_key(c.date, c.version)
+
+
+@lru_cache(maxsize=65_536)
+def _version_key(date_text, version):
+    if date_text:
+        when = _when(date_text)
+        return (1, when.isoformat() if when else date_text, ())
+    if version:
+        return (0, "", _natural(version))
     return None
 
 

@@ -179,3 +179,9 @@ def get_tokenizer(encoding: str) -> Tokenizer:
 def cache_size(encoding: str) -> int:
     """How many distinct texts have a cached count (used to prove reruns don't recount)."""
     return len(_CACHE.get(encoding, {}))
+
+
+def clear_cache() -> None:
+    """Forget every cached count (benchmarks use it to measure a cold build)."""
+    with _LOCK:
+        _CACHE.clear()
