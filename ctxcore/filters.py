@@ -60,11 +60,18 @@ def _version_key(date_text, version):
     return None
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_UNIT = r"(?:EUR|USD|GBP|CHF|€|\$|£|%|percent|(?:business |working |calendar )?(?:days?|hours?|weeks?|months?|years?))"
+_AMOUNT = re.compile(r"(?:(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?%s)\b" % _UNIT,
+                     re.IGNORECASE)
 
 
-def _numbers(texts) -> set[str]:
-    return {n.replace(",", "") for t in texts for n in _NUMBER.findall(t)}
+def amounts(texts) -> set[str]:
+    """Numbers that carry a unit (money, percentages, durations): what policies disagree about.
+
+    >>> sorted(amounts(["Approval above 1,000 EUR within 5 business days (see 15 September 2025)."]))
+    ['1000 eur', '5 business days']
+    """
+    return {" ".join(a.replace(",", "").lower().split()) for t in texts for a in _AMOUNT.findall(t)}
 
 
 def _families(alive):
@@ -74,6 +81,11 @@ def _families(alive):
             families[c.doc_id].append(c)
     return {doc: members for doc, members in families.items()
             if len({version_key(c) for c in members}) > 1}
+
+
+def _listing(values: set[str], most: int = 6) -> str:
+    ordered = sorted(values, key=lambda v: (float(re.sub(r"[^\d.]", "", v) or 0), v))
+    return ", ".join(ordered[:most]) + (f" and {len(ordered) - most} more" if len(ordered) > most else "")
 
 
 def _label(c) -> str:
@@ -89,12 +101,11 @@ def newest(state):
         newest_members = [c for c in members if version_key(c) == top]
         survivor = min(newest_members, key=lambda c: state.rank[c.id])
         older = [c for c in members if version_key(c) != top]
-        new_nums, old_nums = _numbers(c.text for c in newest_members), _numbers(c.text for c in older)
-        if new_nums - old_nums and old_nums - new_nums:
+        new_nums, old_nums = amounts(c.text for c in newest_members), amounts(c.text for c in older)
+        if old_nums and new_nums and old_nums != new_nums:
             warnings.append(
-                f"conflicting versions of {doc}: older ({', '.join(sorted({_label(c) for c in older}))}) "
-                f"says {', '.join(sorted(old_nums - new_nums))}; newest ({_label(survivor)}) says "
-                f"{', '.join(sorted(new_nums - old_nums))}")
+                f"versions of {doc} disagree: older ({', '.join(sorted({_label(c) for c in older}))}) says "
+                f"{_listing(old_nums)}; newest ({_label(survivor)}) says {_listing(new_nums)}")
         if state.config.prefer_newest:
             out += [Decision(c.id, "stale", "stale",
                              f"{doc} version {_label(c)} is older than {_label(survivor)} "

@@ -93,4 +93,14 @@ def evidence_cost(trace: Trace) -> int:
     return sum(d.cost or 0 for d in trace.decisions if d.fate == "kept")
 
 
-__all__ = ["STAGES", "build", "rank_order", "evidence_cost", "Decision"]
+__all__ = ["STAGES", "build", "clear_caches", "evidence_cost", "rank_order"]
+
+
+def clear_caches() -> None:
+    """Forget cached token counts, word sets and stage results (for measuring a cold build)."""
+    from . import filters, tokens
+
+    tokens.clear_cache()
+    for cached in (dedup.words, dedup.shingles, dedup.digest, dedup._memo_near, assemble.suspicious,
+                   assemble._measured_overhead, filters._version_key):
+        cached.cache_clear()

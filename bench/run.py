@@ -1,0 +1,123 @@
+"""Benchmark: where a build stands against the tokenizer floor, and near-dedup against all pairs.
+
+    python bench/run.py                 # 1k and 10k, 5 repetitions (a few minutes)
+    python bench/run.py --sizes 1000 10000 100000 --reps 3
+
+Prints a table and writes bench/results.json. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(HERE), HERE]
+
+import synth  # noqa: E402
+
+from ctxcore import Config, build, get_tokenizer  # noqa: E402
+from ctxcore.dedup import near_duplicates, near_duplicates_naive, words  # noqa: E402
+from ctxcore.pipeline import clear_caches  # noqa: E402
+
+QUERY = "Does an enterprise refund above the approval threshold need a manager?"
+CHANGES = {
+    "budget": Config(budget=3000),
+    "threshold": Config(min_score=0.35),
+    "order": Config(order="rank"),
+    "near_dup": Config(near_dup=0.7),
+}
+
+
+def timed(fn, reps: int) -> dict:
+    runs = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return {"median": statistics.median(runs), "min": min(runs), "max": max(runs)}
+
+
+def floor(cands, reps):
+    enc = get_tokenizer("cl100k_base")._encoding
+    texts = [c.text for c in cands]
+    return timed(lambda: enc.encode_ordinary_batch(texts, num_threads=2), reps)
+
+
+def cold(cands, reps):
+    def once():
+        clear_caches()
+        build(cands, QUERY, Config())
+    return timed(once, reps)
+
+
+def warm(cands, reps, change):
+    def once():
+        build(cands, QUERY, Config())  # settle caches on the base settings
+        t0 = time.perf_counter()
+        build(cands, QUERY, change)
+        return time.perf_counter() - t0
+    runs = [once() for _ in range(reps)]
+    return {"median": statistics.median(runs), "min": min(runs), "max": max(runs)}
+
+
+def dedup_vs_naive(n, reps):
+    sets = [words(c.text) for c in synth.candidates(n)]
+    fast = timed(lambda: near_duplicates(sets, 0.8), reps)
+    t0 = time.perf_counter()
+    naive = near_duplicates_naive(sets, 0.8)
+    slow = time.perf_counter() - t0
+    same = naive == near_duplicates(sets, 0.8)
+    return {"n": n, "fast": fast, "all_pairs": slow, "speedup": slow / fast["median"], "identical": same}
+
+
+def peak_rss(n: int) -> float:
+    """Peak RSS (MB) of a separate process that generates and builds n candidates."""
+    code = (f"import sys; sys.path[:0]={[os.path.dirname(HERE), HERE]!r}; import synth; from ctxcore import build, "
+            f"Config; build(synth.candidates({n}), {QUERY!r}, Config())")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--dedup-sizes", type=int, nargs="*", default=[2000, 5000])
+    ap.add_argument("--rss", type=int, default=None, help="also measure peak RSS of a build of this many")
+    ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
+    args = ap.parse_args(argv)
+    result = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                          "platform": platform.platform()}, "sizes": {}}
+    for n in args.sizes:
+        cands = synth.candidates(n)
+        row = {"floor": floor(cands, args.reps), "cold": cold(cands, args.reps)}
+        for name, change in CHANGES.items():
+            row[f"warm_{name}"] = warm(cands, args.reps, change)
+        f = row["floor"]["median"]
+        row["ratios"] = {k: v["median"] / f for k, v in row.items() if k != "floor" and isinstance(v, dict)}
+        result["sizes"][n] = row
+        print(f"{n:>7} candidates: floor {f * 1000:8.1f} ms | " + " | ".join(
+            f"{k} {v['median'] * 1000:7.1f} ms ({row['ratios'][k]:.2f}x)" for k, v in row.items()
+            if k not in ("floor", "ratios")), flush=True)
+    result["dedup"] = [dedup_vs_naive(n, args.reps) for n in args.dedup_sizes]
+    for d in result["dedup"]:
+        print(f"near-dedup {d['n']:>6}: prefix-filter {d['fast']['median'] * 1000:.1f} ms, all pairs "
+              f"{d['all_pairs'] * 1000:.0f} ms, {d['speedup']:.0f}x, identical={d['identical']}", flush=True)
+    if args.rss:
+        result["peak_rss_mb"] = {args.rss: peak_rss(args.rss)}
+        print(f"peak RSS building {args.rss} candidates: {result['peak_rss_mb'][args.rss]:.0f} MB")
+    with open(args.out, "w") as fh:
+        json.dump(result, fh, indent=2)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
