@@ -31,12 +31,7 @@ def _overhead(text):
     return text if text == "auto" else int(text)
 
 
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m ctxcore", description="Context construction debugger: see which candidates "
-                "reach the prompt, and why the others did not.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    b = sub.add_parser("build", help="build the prompt and trace for a candidates file or a trace (replay)")
-    b.add_argument("input", metavar="INPUT", help="JSON, JSONL, CSV, or a trace JSON (replayed)")
+def _settings_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--query")
     b.add_argument("--config", metavar="FILE", help="JSON file of settings")
     g = b.add_argument_group("settings (each overrides the file's own)")
@@ -46,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--safety", type=float)
     g.add_argument("--history-share", type=float, dest="history_share")
     enc = g.add_mutually_exclusive_group()
-    enc.add_argument("--encoding", choices=None)
+    enc.add_argument("--encoding")
     enc.add_argument("--model")
     g.add_argument("--min-score", type=_float, dest="min_score")
     nd = g.add_mutually_exclusive_group()
@@ -62,7 +57,27 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--merge-adjacent", action="store_const", const=True, dest="merge_adjacent")
     g.add_argument("--no-prefer-newest", action="store_const", const=False, dest="prefer_newest")
     g.add_argument("--caller")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m ctxcore", description="Context construction debugger: see which candidates "
+                "reach the prompt, and why the others did not.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    b = sub.add_parser("build", help="build the prompt and trace for a candidates file or a trace (replay)")
+    b.add_argument("input", metavar="INPUT", help="JSON, JSONL, CSV, a ctxcore trace (replayed), or a "
+                   "Phoenix/OpenInference or Langfuse export")
+    _settings_options(b)
     b.add_argument("--format", choices=("table", "json", "prompt"), default="table")
+    e = sub.add_parser("explain", help="findings for a trace, or why text (--find) did or did not reach the prompt")
+    e.add_argument("input", metavar="TRACE")
+    e.add_argument("--find", metavar="TEXT", help="a phrase or number, e.g. '650 EUR'")
+    _settings_options(e)
+    e.add_argument("--format", choices=("table", "json"), default="table")
+    c = sub.add_parser("check-answer", help="check an answer's citations, quotes and numbers against the prompt")
+    c.add_argument("input", metavar="TRACE")
+    c.add_argument("--answer", metavar="FILE", help="the model's answer (default: the answer logged in TRACE)")
+    _settings_options(c)
+    c.add_argument("--format", choices=("table", "json"), default="table")
     s = sub.add_parser("schema", help="print the JSON Schema of the trace format")
     s.set_defaults(format="json")
     return p
@@ -123,6 +138,26 @@ def _settings_file(path: Optional[str]) -> dict:
     return data
 
 
+def _trace(args):
+    """The trace to look at: a saved trace as it was, else a build under the file's settings and the flags."""
+    loaded = load(args.input)
+    settings = {**loaded.config, **_settings_file(args.config), **overrides(args)}
+    if loaded.trace is not None and settings == loaded.config and args.query is None:
+        return loaded, loaded.trace
+    return loaded, loaded.build(loaded.settings(**settings), query=args.query)
+
+
+def _rows(rows: list[tuple], header: tuple) -> str:
+    rows = [header] + [tuple("" if v is None else str(v) for v in r) for r in rows]
+    widths = [min(max(len(r[i]) for r in rows), 40) for i in range(len(header) - 1)]
+    return "\n".join("  ".join(r[i][:40].ljust(widths[i]) for i in range(len(header) - 1)) + "  " + r[-1]
+                     for r in rows)
+
+
+def _logged(loaded) -> dict:
+    return loaded.extra.get("logged") or {}
+
+
 def run(argv=None, out=sys.stdout) -> int:
     args = parser().parse_args(argv)
     if args.command == "schema":
@@ -130,18 +165,58 @@ def run(argv=None, out=sys.stdout) -> int:
 
         out.write(dumps(trace_schema()) + "\n")
         return 0
-    loaded = load(args.input)
-    settings = {**loaded.config, **_settings_file(args.config), **overrides(args)}
-    config = loaded.settings(**{k: v for k, v in settings.items() if k not in loaded.config or
-                                loaded.config[k] != v})
-    trace = loaded.build(config, query=args.query)
+    loaded, trace = _trace(args)
+    if args.command == "build":
+        text = {"json": trace.to_json, "prompt": lambda: trace.prompt.text}.get(args.format, lambda: table(trace))()
+        out.write(text + "\n")
+        return 0
+    from .answer import check_answer
+    from .explain import explain_text, findings
+
+    if args.command == "check-answer":
+        answer = _read_answer(args.answer) if args.answer else _logged(loaded).get("answer")
+        if not answer:
+            raise InputError("no answer given (--answer FILE) and none logged in the trace", source=args.input)
+        checks = check_answer(trace, answer)
+        if args.format == "json":
+            out.write(dumps([c.to_dict() for c in checks]) + "\n")
+        else:
+            out.write(_rows([(c.kind, c.verdict, c.claim[:60], c.detail) for c in checks],
+                            ("kind", "verdict", "claim", "detail")) + "\n")
+        return 0
+    if args.find is not None:
+        found = explain_text(trace, args.find)
+        if args.format == "json":
+            out.write(dumps([e.to_dict() for e in found]) + "\n")
+        elif not found:
+            out.write(f"no candidate contains {args.find!r}\n")
+        else:
+            out.write(_rows([(e.id, e.fate, e.stage, json.dumps(e.fix) if e.fix else "",
+                              "yes" if e.fix_verified else "no", f"{e.note}. {e.reason}") for e in found],
+                            ("id", "fate", "stage", "fix", "verified", "why")) + "\n")
+        return 0
+    answer = _logged(loaded).get("answer")
+    result = findings(trace, answer_checks=check_answer(trace, answer) if answer else None,
+                      logged_prompt_tokens=_logged(loaded).get("prompt_tokens"))
     if args.format == "json":
-        out.write(trace.to_json() + "\n")
-    elif args.format == "prompt":
-        out.write(trace.prompt.text + "\n")
+        out.write(dumps([f.to_dict() for f in result]) + "\n")
+    elif not result:
+        out.write("no findings: nothing in this context looks like a cause of a wrong answer\n")
     else:
-        out.write(table(trace) + "\n")
+        out.write(_rows([(f.severity, f.kind, json.dumps(f.fix) if f.fix else "", "yes" if f.fix_verified else "",
+                          f"{f.title}: {f.evidence}") for f in result],
+                        ("sev", "finding", "fix", "verified", "what")) + "\n")
     return 0
+
+
+def _read_answer(path: str) -> str:
+    from .loaders import decode
+
+    try:
+        with open(path, "rb") as f:
+            return decode(f.read(), path)
+    except OSError as err:
+        raise InputError(f"cannot read the file ({err.strerror})", source=path) from None
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,111 @@
+"""Check a model's answer against the prompt it was given.
+
+Every cited [S#] must be a label in the prompt; a quoted sentence must appear
+verbatim (whitespace-normalised) in the passage it cites; numbers in the answer
+must come from a kept passage, and when they come from a dropped or stale
+candidate instead, that candidate is named.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .assemble import ABSTAIN
+from .reach import normalise
+from .records import Trace
+
+_CITE = re.compile(r"\[\s*(S\d+(?:\s*[,;]\s*S\d+)*)\s*\]", re.IGNORECASE)
+_QUOTE = re.compile(r"[\"“]([^\"“”]{12,}?)[\"”]")
+_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Check:
+    claim: str
+    kind: str      # citation, quote, number, abstention
+    verdict: str   # ok, unknown_label, not_in_passage, unsupported, from_dropped, abstained
+    detail: str
+    ids: tuple = field(default_factory=tuple)
+
+    def title(self) -> str:
+        return {"unknown_label": f"the answer cites {self.claim}, which is not a label in the prompt",
+                "not_in_passage": "a quote in the answer is not in the passage it cites",
+                "unsupported": f"the answer states {self.claim}, which no passage in the prompt says",
+                "from_dropped": f"the answer states {self.claim}, found only in a passage the model did not see"
+                }.get(self.verdict, self.detail)
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "ids": list(self.ids)}
+
+
+def _numbers(text: str) -> set[str]:
+    text = _CITE.sub(" ", text)
+    return {n.replace(",", "") for n in _NUMBER.findall(text)}
+
+
+def check_answer(trace: Trace, answer: str) -> list[Check]:
+    by_id = {c.id: c for c in trace.candidates}
+    passages = {d.label: (d.id, d.text if d.text is not None else by_id[d.id].text) for d in trace.kept()}
+    dropped = [(d, by_id[d.id]) for d in trace.decisions if d.fate != "kept"]
+    checks: list[Check] = []
+    if normalise(ABSTAIN) in normalise(answer):
+        checks.append(Check(ABSTAIN, "abstention", "abstained",
+                            "the model used the abstention phrase" + (
+                                f" although {len(passages)} passages were in the prompt" if passages else "")))
+    cited = []
+    for m in _CITE.finditer(answer):
+        for label in re.split(r"\s*[,;]\s*", m.group(1).upper()):
+            if label not in cited:
+                cited.append(label)
+    for label in cited:
+        if label in passages:
+            checks.append(Check(f"[{label}]", "citation", "ok", f"[{label}] is {passages[label][0]}",
+                                (passages[label][0],)))
+        else:
+            checks.append(Check(f"[{label}]", "citation", "unknown_label",
+                                f"the prompt has labels {', '.join(passages) or '(none)'}"))
+    for m in _QUOTE.finditer(answer):
+        quote = m.group(1).strip()
+        near = _CITE.search(answer, m.end(), m.end() + 60) or _last_before(answer, m.start())
+        labels = re.split(r"\s*[,;]\s*", near.group(1).upper()) if near else list(passages)
+        hits = [lab for lab in labels if lab in passages and normalise(quote) in normalise(passages[lab][1])]
+        if hits:
+            checks.append(Check(f"“{quote}”", "quote", "ok", f"verbatim in [{hits[0]}]", (passages[hits[0]][0],)))
+            continue
+        elsewhere = [lab for lab, (_, text) in passages.items() if normalise(quote) in normalise(text)]
+        lost = [c.id for _, c in dropped if normalise(quote) in normalise(c.text)]
+        if elsewhere:
+            detail = f"not in {', '.join(labels)}, but verbatim in [{elsewhere[0]}]"
+        elif lost:
+            detail = f"only in {lost[0]}, which did not reach the prompt"
+        else:
+            detail = f"not verbatim in {', '.join(f'[{x}]' for x in labels) or 'any passage'}"
+        checks.append(Check(f"“{quote}”", "quote", "from_dropped" if lost and not elsewhere else "not_in_passage",
+                            detail, tuple(lost)))
+    seen_numbers = set()
+    kept_numbers = set().union(*(_numbers(t) for _, t in passages.values())) if passages else set()
+    for n in sorted(_numbers(answer), key=lambda x: (len(x), x)):
+        if n in seen_numbers:
+            continue
+        seen_numbers.add(n)
+        if n in kept_numbers:
+            where = [lab for lab, (_, t) in passages.items() if n in _numbers(t)]
+            checks.append(Check(n, "number", "ok", f"in [{where[0]}]", (passages[where[0]][0],)))
+            continue
+        sources = [(d, c) for d, c in dropped if n in _numbers(c.text)]
+        if sources:
+            d, c = sources[0]
+            checks.append(Check(n, "number", "from_dropped",
+                                f"{n} appears in {c.id} ({d.fate}: {d.reason}), not in the prompt",
+                                tuple(c.id for _, c in sources)))
+        else:
+            checks.append(Check(n, "number", "unsupported", f"{n} appears in no candidate"))
+    return checks
+
+
+def _last_before(text: str, pos: int):
+    last = None
+    for m in _CITE.finditer(text, 0, pos):
+        last = m
+    return last
