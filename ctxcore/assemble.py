@@ -201,10 +201,9 @@ def run(state):
                   for i, d in enumerate(ordered, 1))
     state = state.drop(dropped).replace(kept=final, blocks=blocks, prompt_text=text, prompt_tokens=tokens,
                                         abstain=not final)
-    in_prompt = {d.id for d in final}
-    notes = [f"{c.id} contains {', '.join(found)}; "
-             + ("it was neutralised and fenced as data" if c.id in in_prompt else "it is not in the prompt")
-             for c in state.candidates if (found := suspicious(c.text))]
+    by_id = {c.id: c for c in state.alive}
+    notes = [f"{d.id} contains {', '.join(found)}; it was neutralised and fenced as data"
+             for d in final if (found := suspicious(by_id[d.id].text))]
     if not final:
         notes.append("no passage reached the prompt: the model is told to reply with the abstention phrase")
     return state.warn(*notes)

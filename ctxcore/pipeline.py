@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Optional
 
-from . import assemble, budget, dedup, filters, merge, order, select
+from . import assemble, budget, dedup, filters, merge, order, select, tokens
 from .errors import InputError
 from .records import Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo, Trace
 from .state import State
@@ -19,6 +19,7 @@ STAGES = (
     dedup.near,         # near_duplicate
     merge.run,          # merged
     filters.threshold,  # below_threshold
+    tokens.run,         # counts (started in the background when the build began)
     select.run,         # over_budget / kept (compression happens here, as chunks are fitted)
     order.run,          # prompt order
     assemble.run,       # labels, blocks, final count (over_budget when the whole prompt is too long)
@@ -32,13 +33,6 @@ def rank_order(candidates: Iterable[Candidate]) -> list[Candidate]:
     return [c for _, c in indexed]
 
 
-def _with_tokens(c: Candidate, n: int) -> Candidate:
-    """``dataclasses.replace(c, tokens=n)`` without re-running field checks: 10k of these per rebuild."""
-    out = object.__new__(Candidate)
-    out.__dict__.update(c.__dict__, tokens=n)
-    return out
-
-
 def _start(candidates, query, config, inputs) -> State:
     tok = get_tokenizer(config.encoding)
     candidates = tuple(candidates)
@@ -46,11 +40,10 @@ def _start(candidates, query, config, inputs) -> State:
     if len(seen) != len(candidates):
         dup = next(i for i, n in seen.items() if n > 1)
         raise InputError(f"candidate id {dup!r} appears more than once; ids must be unique", field="id")
-    counts = tok.count_many([c.text for c in candidates])
-    candidates = tuple(c if c.tokens == n else _with_tokens(c, n) for c, n in zip(candidates, counts))
     ranked = rank_order(candidates)
     state = State(query=query, config=config, inputs=inputs, tokenizer=tok, candidates=candidates,
-                  alive=tuple(ranked), rank={c.id: i for i, c in enumerate(ranked)})
+                  alive=tuple(ranked), rank={c.id: i for i, c in enumerate(ranked)},
+                  counting=tok.count_later(c.text for c in candidates))
     unscored = sum(c.score is None for c in candidates)
     generated = sum(c.generated_id for c in candidates)
     notes = []

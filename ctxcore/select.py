@@ -24,6 +24,9 @@ def _fit(state, c, overhead, remaining):
     """(text, tokens, compressed) as the chunk would enter, or None with the reason it cannot."""
     cfg, count = state.config, state.tokenizer.count
     text, tokens, compressed = c.text, c.tokens, False
+    if overhead is None:  # its text alone is over what is left: no need to measure its label line
+        return None, (f"needs more than its {tokens} text tokens but only {remaining} of the "
+                      f"{state.budget.docs}-token docs budget were left")
     cap = cfg.max_chunk_tokens
     if cap is not None and tokens > cap:
         short = shrink(text, state.query, cap, count) if cfg.compress else None
@@ -43,9 +46,10 @@ def _fit(state, c, overhead, remaining):
 
 def run(state):
     cfg, docs = state.config, state.budget.docs
-    overhead = {c.id: label_overhead(state, c) for c in state.alive}
     rank = state.rank
+    overhead = {}
     if cfg.select == "density":
+        overhead = {c.id: label_overhead(state, c) for c in state.alive}
         walk = iter(_density_order(state.alive, {c.id: c.tokens + overhead[c.id] for c in state.alive}, rank))
     elif cfg.select == "mmr":
         walk = _mmr(state.alive, cfg.mmr_lambda, rank, accepted := set())
@@ -54,6 +58,9 @@ def run(state):
     remaining, kept, dropped = docs, [], []
     original = {c.id: c for c in state.candidates}
     for c in walk:
+        if c.id not in overhead:
+            short = cfg.label_overhead == "auto" and not cfg.compress and c.tokens > remaining
+            overhead[c.id] = None if short else label_overhead(state, c)
         fit, why = _fit(state, c, overhead[c.id], remaining)
         if fit is None:
             dropped.append(Decision(c.id, "over_budget", "select", why))

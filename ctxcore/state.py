@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
@@ -28,6 +29,7 @@ class State:
     history_used: tuple[dict, ...] = ()
     abstain: bool = False
     warnings: tuple[str, ...] = ()
+    counting: Optional[Future] = None          # token counts being computed in the background
 
     def drop(self, decisions: list[Decision]) -> "State":
         """Remove the decided candidates from the survivors and record their fates."""

@@ -1,4 +1,4 @@
-"""Token counting with the model's real tokenizer, offline, cached by text.
+"""Stage: token counts with the model's real tokenizer, offline, cached by text.
 
 tiktoken fetches its vocabulary over the network on first use. The PyPI package
 ``bpe-openai`` ships the same files byte for byte, so we place them where
@@ -15,6 +15,7 @@ import math
 import os
 import tempfile
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 
@@ -126,6 +127,17 @@ class Tokenizer:
                 cache.update(zip(missing, counts))
         return [cache[t] for t in texts]
 
+    def count_later(self, texts) -> Future:
+        """``count_many`` in the background: tiktoken releases the GIL, so the stages that only
+        need the text (dedup, filters) run while the counting goes on."""
+        texts = list(texts)
+        cache = _CACHE.get(self.name, {})
+        if all(t in cache for t in texts):
+            done: Future = Future()
+            done.set_result([cache[t] for t in texts])
+            return done
+        return _COUNTER.submit(self.count_many, texts)
+
     def pieces(self, text: str) -> list[str]:
         """The text split at token boundaries (for showing them)."""
         if self._encoding is None:
@@ -148,6 +160,7 @@ def _approximate(text: str) -> int:
 _CACHE: dict[str, dict[str, int]] = {}
 _LOCK = threading.Lock()
 _TOKENIZERS: dict[str, Tokenizer] = {}
+_COUNTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxcore-count")
 
 
 def _count_cached(tok: Tokenizer, text: str) -> int:
@@ -185,3 +198,21 @@ def clear_cache() -> None:
     """Forget every cached count (benchmarks use it to measure a cold build)."""
     with _LOCK:
         _CACHE.clear()
+
+
+def run(state):
+    """Attach every candidate's token count (counted in the background since the build started)."""
+    counts = dict(zip((c.id for c in state.candidates), state.counting.result()))
+
+    def counted(c):
+        n = counts.get(c.id, c.tokens)
+        if c.tokens == n:
+            return c
+        out = object.__new__(type(c))  # dataclasses.replace without its checks: 10k of these a rebuild
+        out.__dict__.update(c.__dict__, tokens=n)
+        return out
+
+    given = {c.id: c for c in state.candidates}
+    # a merged passage is a new record whose joined text the merge stage counted itself
+    return state.replace(candidates=tuple(map(counted, state.candidates)), counting=None,
+                         alive=tuple(counted(c) if c is given[c.id] else c for c in state.alive))
