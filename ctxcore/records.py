@@ -52,6 +52,9 @@ class Candidate:
     tokens: Optional[int] = None
     generated_id: bool = False
 
+    def __hash__(self) -> int:  # metadata is a dict; id and text identify a candidate well enough
+        return hash((self.id, self.text))
+
 
 @dataclass(frozen=True)
 class Decision:

@@ -9,6 +9,7 @@ and the trace says so.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import math
@@ -160,6 +161,7 @@ def _approximate(text: str) -> int:
 _CACHE: dict[str, dict[str, int]] = {}
 _LOCK = threading.Lock()
 _TOKENIZERS: dict[str, Tokenizer] = {}
+_COUNTED: dict = {}
 _COUNTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxcore-count")
 
 
@@ -198,6 +200,7 @@ def clear_cache() -> None:
     """Forget every cached count (benchmarks use it to measure a cold build)."""
     with _LOCK:
         _CACHE.clear()
+        _COUNTED.clear()
 
 
 def run(state):
@@ -208,10 +211,14 @@ def run(state):
         n = counts.get(c.id, c.tokens)
         if c.tokens == n:
             return c
-        out = object.__new__(type(c))  # dataclasses.replace without its checks: 10k of these a rebuild
-        out.__dict__.update(c.__dict__, tokens=n)
+        key = (c, n)
+        out = _COUNTED.get(key)
+        if out is None:  # a rebuild gets the same records back instead of making 10k new ones
+            out = _COUNTED[key] = dataclasses.replace(c, tokens=n)
         return out
 
+    if len(_COUNTED) > 500_000:
+        _COUNTED.clear()
     given = {c.id: c for c in state.candidates}
     # a merged passage is a new record whose joined text the merge stage counted itself
     return state.replace(candidates=tuple(map(counted, state.candidates)), counting=None,
