@@ -73,3 +73,26 @@ def reached(candidates, prompt: str, *, min_chars: int = 40) -> list[Reach]:
     return [Reach(r.id, r.status, r.share, r.offset, order.get(r.id)) for r in out]
 
 
+
+
+@dataclass(frozen=True)
+class Difference:
+    id: str
+    logged: str              # whole / partly / absent in the prompt that was actually sent
+    logged_order: Optional[int]
+    replay: str              # the candidate's fate in the replay
+    replay_position: Optional[int]
+    change: str              # "both", "neither", "only logged", "only replay"
+
+
+def logged_vs_replay(trace, logged_prompt: str) -> list[Difference]:
+    """For every candidate: did the logged system send it, does the replay keep it, and what differs."""
+    seen = {r.id: r for r in reached(trace.candidates, logged_prompt)}
+    out = []
+    for d in trace.decisions:
+        r = seen[d.id]
+        sent, kept = r.status != "absent", d.fate == "kept"
+        change = {(True, True): "both", (False, False): "neither", (True, False): "only logged",
+                  (False, True): "only replay"}[(sent, kept)]
+        out.append(Difference(d.id, r.status, r.order, d.fate, d.position, change))
+    return out

@@ -163,3 +163,15 @@ def test_reached_whole_partly_absent_with_a_truncated_prompt():
     assert r["a"].status == "whole" and r["a"].order == 1
     assert r["b"].status == "partly" and 0.6 < r["b"].share < 1 and r["b"].order == 2
     assert r["c"].status == "absent" and r["c"].order is None
+
+
+def test_logged_prompt_versus_replay_names_what_each_side_has():
+    from ctxcore.reach import logged_vs_replay
+
+    loaded = load("sample_data/04_stale_policy.json")
+    naive = loaded.build(loaded.settings(**loaded.extra["scenario"]["naive_config"]))
+    replay = loaded.build()
+    diff = {d.id: d for d in logged_vs_replay(replay, naive.prompt.text)}
+    assert diff["refund-approval-2025-03"].change == "only logged"
+    assert diff["refund-approval-2026-07-table"].change == "only replay"
+    assert diff["refund-approval-2026-07-table"].replay_position == 1
