@@ -1,0 +1,31 @@
+"""Streamlit entry point: one navigation over the files in pages/.
+
+Run with ``streamlit run app.py``. Every page imports :mod:`ctxui` for its
+widgets and renderers; all packing decisions come from :mod:`ctxcore`.
+"""
+
+import logging
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import streamlit as st  # noqa: E402
+
+import ctxui  # noqa: E402
+
+st.set_page_config(page_title="Context construction debugger", page_icon=ctxui.favicon(), layout="wide")
+ctxui.init_state()
+
+PAGES = [
+    st.Page("pages/debugger.py", title="Debugger", icon=":material/bug_report:", default=True),
+    st.Page("pages/budget.py", title="Budget calculator", icon=":material/calculate:"),
+]
+
+page = st.navigation(PAGES, position="sidebar")
+try:
+    page.run()
+except Exception as err:  # noqa: BLE001 - never a traceback on the page; the console keeps it
+    logging.getLogger("ctxui").exception("page %s failed", page.title)
+    st.error(ctxui.md_escape(f"Something went wrong on this page — {ctxui.one_line(err)}"),
+             icon=":material/error:")

@@ -1,0 +1,864 @@
+"""The one shared UI module: state, controls, loading/caching and renderers for the pages.
+
+Pages stay thin: widgets -> ``ctxcore`` -> the renderers here. Nothing in this
+module decides a fate or a budget; every number shown comes from a ``Trace`` or
+from ``ctxcore.window_budget``.
+
+Safety rule for everything rendered here: text that comes from an input file
+(chunk text, ids, reasons, titles, file names, warnings that quote ids) is shown
+with ``st.text``/``st.code``/``st.dataframe`` or, when a markdown element is the
+only option (``st.error``, ``st.warning``), after :func:`md_escape`. Strings put
+into plotly hover text or bar labels go through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import html
+import json
+import re
+import string
+from pathlib import Path
+from typing import Any, Optional
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import ctxcore
+from ctxcore import BuildError, Config, InputError, Loaded, Trace
+
+ROOT = Path(__file__).resolve().parent
+SAMPLE_DIR = ROOT / "sample_data"
+STORE = "ctx.controls"  # our own session key: survives page switches (widget keys do not)
+LARGE_INPUT = 2000      # candidates from which a build shows a spinner
+MAX_PICKER = 5000       # above this many candidates the detail view asks for an id instead of a list
+
+DEFAULTS = Config().to_dict()
+
+# Tokenizer choices: the encodings ctxcore ships, then model names that map to one of them.
+MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4", "gpt-3.5-turbo")
+
+FATE_COLORS = {
+    "kept": "#2e7d32",
+    "exact_duplicate": "#6a1b9a",
+    "near_duplicate": "#ab47bc",
+    "merged": "#0277bd",
+    "below_threshold": "#f9a825",
+    "stale": "#795548",
+    "not_permitted": "#c62828",
+    "over_budget": "#ef6c00",
+}
+KIND_COLORS = {
+    "system": "#37474f",
+    "instructions": "#546e7a",
+    "schema": "#78909c",
+    "tool": "#90a4ae",
+    "evidence": "#2e7d32",
+    "history": "#5c6bc0",
+    "user_document": "#00897b",
+    "rule": "#8d6e63",
+    "question": "#1565c0",
+}
+ORDER_HELP = {
+    "rank": "best first, in score order",
+    "sandwich": "best first, second best last, weakest in the middle",
+    "document": "grouped by document, source order inside",
+    "original": "the retrieval order as given (shows the failure)",
+}
+SELECT_HELP = {"score": "greedy by score", "density": "greedy by score per token", "mmr": "maximal marginal relevance"}
+
+# Values a switched-off control falls back to when it is switched on again.
+OFF_VALUES = {"budget": 1000, "min_score": 0.5, "near_dup": 0.8, "label_overhead": 10, "max_chunk_tokens": 200}
+# Slider ranges; a file value outside them is clamped (and the page says so).
+SLIDER_RANGES = {"safety": (0.0, 0.9), "history_share": (0.0, 1.0), "near_dup": (0.01, 1.0), "mmr_lambda": (0.0, 1.0)}
+
+
+# --------------------------------------------------------------------------- text safety
+
+_MD_PUNCT = re.compile("([%s])" % re.escape(string.punctuation))
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])(?=(?:\\:\\/\\/|\\@))|(?<=www)(?=\\\.)")
+WORD_JOINER = "\u2060"
+
+
+def md_escape(text: Any) -> str:
+    r"""Make markdown show ``text`` literally: backslash-escape every ASCII punctuation mark, and put an
+    invisible word joiner into ``://``, ``www.`` and ``@`` so URLs and e-mail addresses are not autolinked.
+
+    >>> print(md_escape("![x](p.png) <b>"))
+    \!\[x\]\(p\.png\) \<b\>
+    >>> md_escape("http://a.b").startswith("http" + WORD_JOINER)
+    True
+    """
+    return _AUTOLINK.sub(WORD_JOINER, _MD_PUNCT.sub(r"\\\1", str(text)))
+
+
+def esc(text: Any) -> str:
+    """Escape a string for plotly hover/labels (plotly reads a subset of HTML; it decodes &lt; &gt; &amp;)."""
+    return html.escape("" if text is None else str(text), quote=False)
+
+
+def one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(err).__name__}: {first}"[:400]
+
+
+def safe_filename(name: str, suffix: str) -> str:
+    stem = Path(name or "context").name
+    for ext in (".json", ".jsonl", ".csv"):
+        if stem.lower().endswith(ext):
+            stem = stem[: -len(ext)]
+    if stem.lower().endswith(".trace"):
+        stem = stem[:-6]
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "context"
+    return stem[:80] + suffix
+
+
+# --------------------------------------------------------------------------- settings <-> controls
+
+def controls_from_config(cfg: dict) -> tuple[dict, list[str]]:
+    """The UI control values that stand for a complete Config dict, and notes on clamped values."""
+    c = Config.from_dict(cfg).to_dict()
+    notes = []
+    out = {
+        "tokenizer": c["model"] or c["encoding"],
+        "window": int(c["window"]),
+        "max_output": int(c["max_output"]),
+        "safety": float(c["safety"]),
+        "history_share": float(c["history_share"]),
+        "budget_on": c["budget"] is not None,
+        "budget": int(c["budget"]) if c["budget"] is not None else OFF_VALUES["budget"],
+        "min_score_on": c["min_score"] is not None,
+        "min_score": float(c["min_score"]) if c["min_score"] is not None else OFF_VALUES["min_score"],
+        "near_dup_on": c["near_dup"] is not None,
+        "near_dup": float(c["near_dup"]) if c["near_dup"] is not None else OFF_VALUES["near_dup"],
+        "similarity": c["similarity"],
+        "select": c["select"],
+        "mmr_lambda": float(c["mmr_lambda"]),
+        "order": c["order"],
+        "label_auto": c["label_overhead"] == "auto",
+        "label_overhead": (OFF_VALUES["label_overhead"] if c["label_overhead"] == "auto"
+                           else int(c["label_overhead"])),
+        "compress": bool(c["compress"]),
+        "max_chunk_on": c["max_chunk_tokens"] is not None,
+        "max_chunk_tokens": (int(c["max_chunk_tokens"]) if c["max_chunk_tokens"] is not None
+                             else OFF_VALUES["max_chunk_tokens"]),
+        "merge_adjacent": bool(c["merge_adjacent"]),
+        "prefer_newest": bool(c["prefer_newest"]),
+        "caller": c["caller"] or "",
+    }
+    for name, (lo, hi) in SLIDER_RANGES.items():
+        if not lo <= out[name] <= hi:
+            clamped = min(max(out[name], lo), hi)
+            notes.append(f"{name} {out[name]} is outside the control's range; using {clamped}")
+            out[name] = clamped
+    return out, notes
+
+
+def config_from_controls(v: dict) -> dict:
+    """The Config dict the controls stand for (each control sets one Config field)."""
+    tok = v["tokenizer"]
+    if tok in ctxcore.ENCODINGS:
+        encoding, model = tok, None
+    else:
+        encoding, model = DEFAULTS["encoding"], tok
+    return {
+        "encoding": encoding,
+        "model": model,
+        "window": v["window"],
+        "max_output": v["max_output"],
+        "safety": v["safety"],
+        "history_share": v["history_share"],
+        "budget": v["budget"] if v["budget_on"] else None,
+        "caller": v["caller"] or None,
+        "prefer_newest": v["prefer_newest"],
+        "near_dup": v["near_dup"] if v["near_dup_on"] else None,
+        "similarity": v["similarity"],
+        "merge_adjacent": v["merge_adjacent"],
+        "min_score": v["min_score"] if v["min_score_on"] else None,
+        "select": v["select"],
+        "mmr_lambda": v["mmr_lambda"],
+        "order": v["order"],
+        "label_overhead": "auto" if v["label_auto"] else v["label_overhead"],
+        "compress": v["compress"],
+        "max_chunk_tokens": v["max_chunk_tokens"] if v["max_chunk_on"] else None,
+    }
+
+
+DEFAULT_CONTROLS, _ = controls_from_config(DEFAULTS)
+PAGE_DEFAULTS = {"fixed": 65, "query": "", "fates": []}
+
+# widget key -> store field. Widget keys are per page; Streamlit deletes them when their page is
+# not shown, so every widget is re-seeded from the store (see ``bound``).
+BINDINGS: dict[str, str] = {}
+
+
+def favicon():
+    """A small prompt-strip icon drawn locally (a material/emoji icon would be fetched from a CDN)."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(img)
+    x = 4
+    for width, color in ((10, KIND_COLORS["system"]), (26, KIND_COLORS["evidence"]), (8, KIND_COLORS["rule"]),
+                         (12, KIND_COLORS["question"])):
+        draw.rectangle([x, 18, x + width - 2, 46], fill=color)
+        x += width
+    return img
+
+
+def init_state() -> None:
+    """Called by app.py on every run: make sure our own keys exist."""
+    ss = st.session_state
+    if STORE not in ss:
+        ss[STORE] = {**DEFAULT_CONTROLS, **PAGE_DEFAULTS}
+    for key, default in (("ctx.loaded", None), ("ctx.key", None), ("ctx.sample", None), ("ctx.upload_id", None),
+                         ("ctx.load_error", None), ("ctx.notes", []), ("ctx.last_fixed", None)):
+        ss.setdefault(key, default)
+
+
+def store() -> dict:
+    init_state()
+    return st.session_state[STORE]
+
+
+def apply_controls(values: dict) -> None:
+    """Set control values in the store (call before the bound widgets render, or from a callback)."""
+    s = store()
+    s.update(values)
+    for wkey, field in BINDINGS.items():
+        if field in values:
+            # Forget the widget's own value (on every page); ``bound`` re-seeds it from the store.
+            st.session_state.pop(wkey, None)
+
+
+def bound(widget, field: str, wkey: str, *args, **kwargs):
+    """Render ``widget`` bound to store[field]: seeded from the store, written back to it."""
+    BINDINGS[wkey] = field
+    s = store()
+    if wkey not in st.session_state:
+        st.session_state[wkey] = s[field]
+    value = widget(*args, key=wkey, **kwargs)
+    s[field] = value
+    return value
+
+
+def reset_defaults() -> None:
+    apply_controls(dict(DEFAULT_CONTROLS))
+
+
+def apply_config(cfg: dict, source: str = "settings") -> None:
+    """Make a (partial) Config dict the control values: defaults, then ``cfg`` on top."""
+    try:
+        values, notes = controls_from_config({**DEFAULTS, **(cfg or {})})
+    except InputError as err:
+        err.source = source
+        st.session_state["ctx.load_error"] = str(err)
+        return
+    apply_controls(values)
+    st.session_state["ctx.notes"] = notes
+
+
+def current_config() -> Config:
+    """The Config the controls stand for; raises InputError for impossible combinations."""
+    return Config.from_dict(config_from_controls(store()), source="settings")
+
+
+# --------------------------------------------------------------------------- loading and building
+
+def sample_paths() -> list[Path]:
+    return sorted(SAMPLE_DIR.glob("*.json"), key=lambda p: p.name)
+
+
+def content_key(name: str, data: bytes) -> str:
+    return hashlib.sha256(name.encode("utf-8", "replace") + b"\0" + data).hexdigest()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _load(name: str, data: bytes) -> Loaded:
+    return ctxcore.load(data, name=name)
+
+
+def load_bytes(name: str, data: bytes) -> tuple[str, Loaded]:
+    """(cache key, Loaded) for a file's bytes; raises InputError."""
+    return content_key(name, data), _load(name, data)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _sample_title(name: str, data: bytes) -> str:
+    try:
+        scen = ctxcore.load(data, name=name).extra.get("scenario")
+    except InputError:
+        return name
+    title = scen.get("title") if isinstance(scen, dict) else None
+    return f"{name[:2]} · {title}" if isinstance(title, str) and title.strip() else name
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _build(loaded_key: str, config_json: str, query: str, _loaded: Loaded) -> Trace:
+    return _loaded.build(Config.from_dict(json.loads(config_json)), query)
+
+
+def build_trace(loaded_key: str, loaded: Loaded, config: Config, query: str) -> Trace:
+    """The trace for these settings: the logged one when a trace file is shown as recorded, else a build.
+
+    Raises InputError/BuildError from the engine."""
+    if loaded.trace is not None and config == loaded.trace.config and query == loaded.trace.query:
+        return loaded.trace
+    spin = (st.spinner(f"Building the prompt from {len(loaded.candidates):,} candidates…")
+            if len(loaded.candidates) >= LARGE_INPUT else contextlib.nullcontext())
+    with spin:
+        return _build(loaded_key, json.dumps(config.to_dict(), sort_keys=True), query, loaded)
+
+
+def safe_build(loaded_key: str, loaded: Loaded, query: str) -> Optional[Trace]:
+    """Build with the current controls; every failure becomes one st.error line, never a traceback."""
+    try:
+        config = current_config()
+        return build_trace(loaded_key, loaded, config, query)
+    except (InputError, BuildError) as err:
+        st.error(md_escape(str(err)), icon=":material/error:")
+    except Exception as err:  # noqa: BLE001 - the page must never show a traceback
+        st.error(md_escape(f"Unexpected error while building the prompt — {one_line(err)}"), icon=":material/error:")
+    return None
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _pieces(encoding: str, text: str) -> list[str]:
+    return ctxcore.get_tokenizer(encoding).pieces(text)
+
+
+# --------------------------------------------------------------------------- input section (debugger)
+
+def _use(key: str, loaded: Loaded, *, sample: Optional[str]) -> None:
+    ss = st.session_state
+    ss["ctx.loaded"], ss["ctx.key"], ss["ctx.sample"] = loaded, key, sample
+    ss["ctx.load_error"], ss["ctx.notes"] = None, []
+    if loaded.config or loaded.format == "trace":
+        apply_config(loaded.settings().to_dict(), loaded.source)
+    apply_controls({"query": loaded.query})
+    ss.pop("dbg.detail", None)
+
+
+def input_section() -> None:
+    """Sample picker + uploader; keeps the last good Loaded in session state."""
+    ss = st.session_state
+    samples = {p.name: p for p in sample_paths()}
+    pick_col, up_col = st.columns(2)
+    with up_col:  # processed first, so a new upload can clear the picker before it renders
+        upload = st.file_uploader("…or upload candidates (JSON, JSONL, CSV) or a saved trace",
+                                  type=["json", "jsonl", "csv"], key="dbg.upload",
+                                  help="A JSON array or {query, candidates, system, …, config} object, JSONL, "
+                                       "CSV with id,text,score columns, or a trace downloaded from this page.")
+    if upload is not None and upload.file_id != ss.get("ctx.upload_id"):
+        ss["ctx.upload_id"] = upload.file_id
+        try:
+            key, loaded = load_bytes(upload.name, upload.getvalue())
+        except InputError as err:
+            ss["ctx.load_error"] = str(err)
+        except Exception as err:  # noqa: BLE001
+            ss["ctx.load_error"] = f"{upload.name}: could not be read ({one_line(err)})"
+        else:
+            _use(key, loaded, sample=None)
+            ss["dbg.sample"] = None
+    elif upload is None and ss.get("ctx.upload_id") is not None:
+        ss["ctx.upload_id"] = None
+    with pick_col:
+        if "dbg.sample" not in ss:
+            first = next(iter(samples), None)
+            ss["dbg.sample"] = ss["ctx.sample"] if ss.get("ctx.loaded") is not None else first
+        if ss["dbg.sample"] not in samples:
+            ss["dbg.sample"] = None
+        choice = st.selectbox("Sample scenario", list(samples), index=None, key="dbg.sample",
+                              placeholder="Pick a sample scenario",
+                              format_func=lambda n: _sample_title(n, samples[n].read_bytes()))
+    if choice is not None and (choice != ss.get("ctx.sample") or ss.get("ctx.loaded") is None):
+        try:
+            key, loaded = load_bytes(choice, samples[choice].read_bytes())
+        except InputError as err:
+            ss["ctx.load_error"] = str(err)
+        else:
+            _use(key, loaded, sample=choice)
+    if ss.get("ctx.load_error"):
+        st.error(md_escape(ss["ctx.load_error"]), icon=":material/error:")
+    for note in ss.get("ctx.notes") or ():
+        st.info(md_escape(note))
+    if not samples and ss.get("ctx.loaded") is None:
+        st.info("No sample scenarios in sample_data/. Upload a candidates file to start.")
+
+
+def _scenario(loaded: Loaded) -> dict:
+    scen = loaded.extra.get("scenario")
+    return scen if isinstance(scen, dict) else {}
+
+
+def _text(value) -> Optional[str]:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def scenario_header(loaded: Loaded) -> None:
+    """The scenario's title (or the file name) and what is being shown."""
+    title = _text(_scenario(loaded).get("title"))
+    st.subheader(md_escape(title or loaded.source), anchor=False)
+    st.caption(md_escape(f"{loaded.source} · {len(loaded.candidates)} candidates · {loaded.format.upper()}"
+                         + (" (a saved trace)" if loaded.trace is not None else "")))
+
+
+def scenario_story(loaded: Loaded) -> None:
+    """What goes wrong and what fixes it, side by side, when the file tells."""
+    scen = _scenario(loaded)
+    wrong, fix = _text(scen.get("what_goes_wrong")), _text(scen.get("what_fixes_it"))
+    if not (wrong or fix):
+        return
+    cols = st.columns(2) if wrong and fix else [st.container()]
+    if wrong:
+        cols[0].warning("**What goes wrong:** " + md_escape(wrong), icon=":material/report:")
+    if fix:
+        cols[-1].success("**What fixes it:** " + md_escape(fix), icon=":material/build:")
+
+
+def settings_buttons(loaded: Loaded) -> None:
+    """One click to the file's own settings or to its naive settings (the failure)."""
+    naive = _scenario(loaded).get("naive_config")
+    if not (loaded.config or isinstance(naive, dict)):
+        return
+    mode = _settings_mode(loaded, naive)
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        st.button("The fix: file's settings" if isinstance(naive, dict) else "File's settings",
+                  on_click=apply_config, args=(loaded.settings().to_dict(), loaded.source),
+                  help="Set every control to the settings this file carries.", key="dbg.apply_file",
+                  type="primary" if mode == "file" else "secondary")
+        if isinstance(naive, dict):
+            st.button("The failure: naive settings", on_click=apply_config, args=(naive, loaded.source),
+                      help="Set the controls to the scenario's naive settings, which show what goes wrong.",
+                      key="dbg.apply_naive", type="primary" if mode == "naive" else "secondary")
+    st.caption({"file": "Showing the file's own settings" + (" (the fix)." if isinstance(naive, dict) else "."),
+                "naive": "Showing the naive settings: this is the failure.",
+                "custom": "Showing custom settings."}[mode])
+
+
+def _settings_mode(loaded: Loaded, naive) -> str:
+    try:
+        now = current_config()
+        if now == loaded.settings():
+            return "file"
+        if isinstance(naive, dict) and now == Config.from_dict({**DEFAULTS, **naive}):
+            return "naive"
+    except InputError:
+        pass
+    return "custom"
+
+
+def query_input() -> str:
+    return bound(st.text_input, "query", "dbg.query", "Query (prefilled from the file; edit to rebuild)",
+                 placeholder="The user's question")
+
+
+# --------------------------------------------------------------------------- sidebar controls
+
+def _tokenizer_options() -> list[str]:
+    opts = list(ctxcore.ENCODINGS) + list(MODELS)
+    current = store()["tokenizer"]
+    if current not in opts:
+        opts.append(current)
+    return opts
+
+
+def _tokenizer_label(name: str) -> str:
+    if name in ctxcore.ENCODINGS:
+        return f"{name} (encoding)"
+    try:
+        return f"{name} → {ctxcore.encoding_for_model(name)}"
+    except KeyError:
+        return name
+
+
+def tokenizer_select(prefix: str, where=None) -> str:
+    where = where or st
+    return bound(where.selectbox, "tokenizer", f"{prefix}.tokenizer", "Model / encoding",
+                 _tokenizer_options(), format_func=_tokenizer_label,
+                 help="Token counts use this model's tokenizer (tiktoken encodings, offline).")
+
+
+def window_controls(prefix: str) -> None:
+    bound(st.number_input, "window", f"{prefix}.window", "Context window (tokens)", min_value=1, step=1024)
+    bound(st.number_input, "max_output", f"{prefix}.max_output", "Max output (reserved for the answer)",
+          min_value=0, step=256)
+    bound(st.slider, "safety", f"{prefix}.safety", "Safety margin", min_value=0.0, max_value=0.9, step=0.01,
+          help="Fraction taken off after reserving the answer, for tokenizer drift.")
+    bound(st.slider, "history_share", f"{prefix}.history_share", "History share", min_value=0.0, max_value=1.0,
+          step=0.01, help="Share of what the fixed blocks leave that goes to conversation history.")
+
+
+def sidebar_controls() -> None:
+    """Every control writes one Config field into the store; the page builds from the store."""
+    with st.sidebar:
+        st.header("Settings", anchor=False)
+        tokenizer_select("dbg")
+
+        st.subheader("Evidence budget", anchor=False)
+        on = bound(st.toggle, "budget_on", "dbg.budget_on", "Direct docs budget",
+                   help="On: evidence gets exactly this many tokens. Off: the window split decides.")
+        bound(st.number_input, "budget", "dbg.budget", "Docs budget (tokens)", min_value=0, step=50,
+              disabled=not on)
+        with st.expander("Window split", expanded=not on):
+            window_controls("dbg")
+
+        st.subheader("Filters", anchor=False)
+        on = bound(st.toggle, "min_score_on", "dbg.min_score_on", "Minimum score")
+        bound(st.number_input, "min_score", "dbg.min_score", "Drop candidates scoring below", step=0.05,
+              format="%.3f", disabled=not on)
+        on = bound(st.toggle, "near_dup_on", "dbg.near_dup_on", "Near-duplicate removal")
+        bound(st.slider, "near_dup", "dbg.near_dup", "Near-duplicate threshold", min_value=0.01, max_value=1.0,
+              step=0.01, disabled=not on)
+        bound(st.selectbox, "similarity", "dbg.similarity", "Similarity", ["words", "shingles", "cosine"],
+              disabled=not on, help="words: word-set Jaccard; shingles: character shingles; cosine: embeddings")
+        bound(st.checkbox, "prefer_newest", "dbg.prefer_newest", "Prefer newest version (drop stale)")
+
+        st.subheader("Selection & order", anchor=False)
+        sel = bound(st.radio, "select", "dbg.select", "Selection", ["score", "density", "mmr"], horizontal=True,
+                    format_func=lambda x: {"score": "score", "density": "density", "mmr": "MMR"}[x],
+                    help="; ".join(f"{k}: {v}" for k, v in SELECT_HELP.items()))
+        bound(st.slider, "mmr_lambda", "dbg.mmr_lambda", "MMR λ (relevance vs. diversity)", min_value=0.0,
+              max_value=1.0, step=0.01, disabled=sel != "mmr")
+        bound(st.selectbox, "order", "dbg.order", "Order", ["rank", "sandwich", "document", "original"],
+              format_func=lambda x: f"{x} — {ORDER_HELP[x]}")
+
+        with st.expander("Labels, compression, merging"):
+            auto = bound(st.toggle, "label_auto", "dbg.label_auto", "Label overhead: measure (auto)")
+            bound(st.number_input, "label_overhead", "dbg.label_overhead", "Label overhead per passage (tokens)",
+                  min_value=0, step=1, disabled=auto)
+            bound(st.checkbox, "compress", "dbg.compress", "Compress (keep query-relevant sentences)")
+            on = bound(st.toggle, "max_chunk_on", "dbg.max_chunk_on", "Cap tokens per chunk")
+            bound(st.number_input, "max_chunk_tokens", "dbg.max_chunk_tokens", "Max chunk tokens", min_value=1,
+                  step=50, disabled=not on)
+            bound(st.checkbox, "merge_adjacent", "dbg.merge_adjacent", "Merge adjacent chunks of a document")
+            bound(st.text_input, "caller", "dbg.caller", "Caller (for permissions)",
+                  help="Candidates whose permissions do not include this caller are not_permitted.")
+
+        st.button("Reset to defaults", on_click=reset_defaults, key="dbg.reset", width="stretch")
+
+
+# --------------------------------------------------------------------------- renderers
+
+FATE_BADGES = {"exact_duplicate": "violet", "near_duplicate": "violet", "merged": "blue", "below_threshold": "yellow",
+               "stale": "gray", "not_permitted": "red", "over_budget": "orange"}
+
+
+def metrics(trace: Trace) -> None:
+    """Headline numbers: candidates, kept, dropped (with a badge per non-zero fate), tokens vs budgets."""
+    counts = trace.fate_counts()
+    b = trace.budget
+    kept = counts.get("kept", 0)
+    row = st.columns([1, 1, 1, 1.5, 1.5])
+    row[0].metric("Candidates", len(trace.decisions), border=True)
+    row[1].metric("Kept", kept, help=ctxcore.FATE_MEANINGS["kept"], border=True)
+    row[2].metric("Dropped", len(trace.decisions) - kept, border=True)
+    row[3].metric("Evidence tokens / docs budget", f"{ctxcore.evidence_cost(trace):,} / {b.docs:,}",
+                  help="Docs-budget tokens the kept passages use (text plus label lines).", border=True)
+    row[4].metric("Prompt tokens / safe input", f"{trace.prompt.tokens:,} / {b.safe_input:,}",
+                  help="Counted on the whole final prompt text.", border=True)
+    dropped = [(f, n) for f, n in counts.items() if f != "kept" and n]
+    if dropped:
+        with st.container(horizontal=True, gap="small"):
+            for fate, n in dropped:
+                st.badge(md_escape(f"{fate}: {n}"), color=FATE_BADGES.get(fate, "gray"),
+                         help=ctxcore.FATE_MEANINGS.get(fate, ""))
+    note = (f"Tokenizer {trace.tokenizer.encoding}" + ("" if trace.tokenizer.exact else " (approximate counts)")
+            + f" · window {b.window:,} · max output {b.max_output:,} · safety {b.safety:.0%} · fixed blocks "
+            f"{b.fixed:,} · docs budget {b.docs:,}" + (" (direct)" if b.docs_direct else " (from the split)"))
+    st.caption(md_escape(note))
+    if trace.abstain:
+        st.warning("No passage reached the prompt: the model is told to abstain.", icon=":material/block:")
+
+
+def warnings_list(trace: Trace, limit: int = 5) -> None:
+    ws = list(trace.warnings)
+    for w in ws[:limit]:
+        st.warning(md_escape(w), icon=":material/warning:")
+    if len(ws) > limit:
+        with st.expander(f"All {len(ws)} warnings"):
+            st.code("\n".join(ws), language=None, wrap_lines=True)
+
+
+def fates_frame(trace: Trace) -> pd.DataFrame:
+    cands = {c.id: c for c in trace.candidates}
+    rows = []
+    for i, d in enumerate(trace.decisions, 1):
+        c = cands.get(d.id)
+        rows.append({
+            "#": i, "id": d.id, "fate": d.fate, "stage": d.stage, "reason": d.reason,
+            "score": c.score if c else None, "tokens": c.tokens if c else None, "prompt_tokens": d.tokens,
+            "label": d.label, "position": d.position, "duplicate_of": d.duplicate_of,
+            "superseded_by": d.superseded_by, "merged_into": d.merged_into, "similarity": d.similarity,
+        })
+    cols = ["#", "id", "fate", "stage", "reason", "score", "tokens", "prompt_tokens", "label", "position",
+            "duplicate_of", "superseded_by", "merged_into", "similarity"]
+    df = pd.DataFrame(rows, columns=cols)
+    for name in ("tokens", "prompt_tokens", "position"):
+        df[name] = df[name].astype("Int64")
+    return df
+
+
+def _fate_style(value: str) -> str:
+    color = FATE_COLORS.get(value)
+    return f"color: {color}; font-weight: 600" if color else ""
+
+
+def _select_row() -> None:
+    """Clicking a row of the fates table shows that candidate in the detail view."""
+    ss = st.session_state
+    selection = (ss.get("dbg.table") or {}).get("selection") or {}
+    rows = selection.get("rows") or []
+    ids = ss.get("ctx.table_ids") or []
+    if rows and rows[0] < len(ids):
+        ss["dbg.detail"] = ids[rows[0]]
+
+
+def fates_table(trace: Trace) -> pd.DataFrame:
+    """The fates table with a fate filter; returns the shown frame."""
+    df = fates_frame(trace)
+    present = [f for f in ctxcore.FATES if f in set(df["fate"])]
+    counts = df["fate"].value_counts().to_dict()
+    chosen = bound(st.multiselect, "fates", "dbg.fates", "Filter by fate", list(ctxcore.FATES),
+                   format_func=lambda f: f"{f} ({counts.get(f, 0)})", placeholder="All fates",
+                   help="; ".join(f"{f}: {ctxcore.FATE_MEANINGS[f]}" for f in present))
+    shown = (df[df["fate"].isin(chosen)] if chosen else df).reset_index(drop=True)
+    st.session_state["ctx.table_ids"] = list(shown["id"])
+    scores = [s for s in df["score"] if s is not None and s == s]
+    lo, hi = min([0.0, *scores]), max([1.0, *scores])
+    column_config = {
+        "#": st.column_config.NumberColumn("#", help="input order", width="small"),
+        "id": st.column_config.TextColumn("id", width="medium"),
+        "fate": st.column_config.TextColumn("fate", help="; ".join(f"{k}: {v}" for k, v in
+                                                                   ctxcore.FATE_MEANINGS.items())),
+        "stage": st.column_config.TextColumn("stage", help="the stage that decided it"),
+        "reason": st.column_config.TextColumn("reason", width="large"),
+        "score": st.column_config.ProgressColumn("score", min_value=lo, max_value=hi, format="%.3f"),
+        "tokens": st.column_config.NumberColumn("tokens", help="tokens of the text as read"),
+        "prompt_tokens": st.column_config.NumberColumn("in prompt", help="tokens as it enters the prompt "
+                                                                         "(after compression)"),
+        "label": st.column_config.TextColumn("label", width="small"),
+        "position": st.column_config.NumberColumn("position", help="1-based place among the passages",
+                                                  width="small"),
+        "duplicate_of": st.column_config.TextColumn("duplicate of"),
+        "superseded_by": st.column_config.TextColumn("superseded by"),
+        "merged_into": st.column_config.TextColumn("merged into"),
+        "similarity": st.column_config.NumberColumn("similarity", format="%.3f"),
+    }
+    data = shown.style.map(_fate_style, subset=["fate"]) if len(shown) <= MAX_PICKER else shown
+    optional = ("duplicate_of", "superseded_by", "merged_into", "similarity", "prompt_tokens")
+    order = ["#", "id", "fate", "score", "tokens", "label", "position", "stage", "reason"]
+    order += [c for c in optional if df[c].notna().any()]  # relation columns only when this trace uses them
+    st.dataframe(data, column_config=column_config, column_order=order, hide_index=True, width="stretch",
+                 height=min(38 + 35 * max(len(shown), 1), 420), on_select=_select_row,
+                 selection_mode="single-row", key="dbg.table")
+    st.caption(f"{len(shown)} of {len(df)} candidates shown · click a row to see it below")
+    return shown
+
+
+def detail_view(trace: Trace, shown: pd.DataFrame) -> None:
+    """One candidate: its text (as text), where it went, and the full decision as JSON."""
+    ids = list(shown["id"]) if len(shown) else [d.id for d in trace.decisions]
+    ss = st.session_state
+    if len(ids) > MAX_PICKER:
+        cid = st.text_input("Candidate id", key="dbg.detail_id", placeholder="type an id from the table")
+        if not cid:
+            return
+    else:
+        if ss.get("dbg.detail") not in ids:
+            kept = [d.id for d in trace.kept() if d.id in ids]
+            ss["dbg.detail"] = kept[0] if kept else (ids[0] if ids else None)
+        fates = {d.id: d.fate for d in trace.decisions}
+        cid = st.selectbox("Candidate", ids, key="dbg.detail",
+                           format_func=lambda i: f"{i}  —  {fates.get(i, '?')}")
+    try:
+        d = trace.decision(cid)
+    except KeyError:
+        st.error(md_escape(f"No candidate with id {cid!r}"))
+        return
+    cand = next((c for c in trace.candidates if c.id == cid), None)
+    left, right = st.columns([3, 2])
+    with left:
+        st.text(f"Fate: {d.fate} · decided by stage: {d.stage}")  # a saved trace may carry any strings
+        st.text(d.reason)
+        st.caption("Chunk text as read (shown as plain text)")
+        st.code(cand.text if cand else "", language=None, wrap_lines=True)
+        if d.text is not None:
+            st.caption("Passage text as it enters the prompt (compressed or merged)")
+            st.code(d.text, language=None, wrap_lines=True)
+    with right:
+        decision_tab, fields_tab = st.tabs(["Decision (JSON)", "Candidate fields"])
+        decision_tab.code(json.dumps(dataclasses.asdict(d), ensure_ascii=False, indent=2), language="json",
+                          wrap_lines=True)
+        if cand is not None:
+            meta = {k: v for k, v in dataclasses.asdict(cand).items()
+                    if k not in ("text",) and v not in (None, {}, (), False)}
+            if "embedding" in meta:
+                meta["embedding"] = f"{len(cand.embedding)} numbers"
+            fields_tab.code(json.dumps(meta, ensure_ascii=False, indent=2, default=str), language="json",
+                            wrap_lines=True)
+
+
+def _block_text(b, cands: dict, kept: dict) -> str:
+    if b.id is None:
+        return f"<b>{esc(b.kind)}</b><br>tokens {b.tokens:,} ({b.start_token:,}–{b.end_token:,})"
+    c, d = cands.get(b.id), kept.get(b.id)
+    score = "unscored" if c is None or c.score is None else f"{c.score:.3f}"
+    return (f"<b>{esc(b.label)}</b> · {esc(b.kind)}<br>id {esc(b.id)}<br>score {score}<br>"
+            f"tokens {b.tokens:,} ({b.start_token:,}–{b.end_token:,})<br>"
+            f"position {esc(d.position if d else '')}")
+
+
+def prompt_map(trace: Trace, full_scale: bool = False) -> go.Figure:
+    """The prompt as one horizontal strip: a segment per block, as wide as its tokens.
+
+    The axis ends just past the prompt and the docs-budget line; ``full_scale`` extends it to the safe input."""
+    cands = {c.id: c for c in trace.candidates}
+    kept = {d.id: d for d in trace.kept()}
+    fig = go.Figure()
+    by_kind: dict[str, list] = {}
+    for b in trace.blocks:
+        by_kind.setdefault(b.kind, []).append(b)
+    for kind, blocks in by_kind.items():
+        base_color = KIND_COLORS.get(kind, "#9e9e9e")
+        fig.add_trace(go.Bar(
+            y=["prompt"] * len(blocks), x=[max(b.tokens, 0) for b in blocks], base=[b.start_token for b in blocks],
+            orientation="h", name=esc(kind), legendgroup=kind,
+            marker=dict(color=base_color, opacity=1.0 if kind != "evidence" else None,
+                        line=dict(color="white", width=1.5)),
+            marker_opacity=[1.0 if (b.id is not None or kind != "evidence") else 0.4 for b in blocks],
+            text=[esc(b.label) if b.label else "" for b in blocks], textposition="inside",
+            insidetextanchor="middle", textfont=dict(color="white"),
+            hovertext=[_block_text(b, cands, kept) for b in blocks], hoverinfo="text",
+        ))
+    b = trace.budget
+    # (x, label, line style, label height above the strip) — two labels never collide
+    lines = [(b.fixed + b.docs, "fixed + docs budget", dict(color="#ef6c00", dash="dash", width=2), 2),
+             (b.safe_input, "safe input", dict(color="#c62828", width=2), 18)]
+    right = max(trace.prompt.tokens, 1) * 1.08
+    for x, *_ in lines:  # widen the axis for a line only when the prompt stays readable
+        if full_scale or x <= right * 1.6:
+            right = max(right, x * 1.04)
+    off = []
+    for x, name, style, lift in lines:
+        if x <= right:  # the line, labelled just above the strip and ending at the line
+            fig.add_vline(x=x, line=style)
+            fig.add_annotation(x=x, y=1, xref="x", yref="paper", xanchor="right" if x > right / 2 else "left",
+                               yanchor="bottom", text=f"{name} {x:,}", showarrow=False,
+                               font=dict(color=style["color"]), yshift=lift)
+        else:
+            off.append(f"{name} {x:,}")
+    if off:
+        fig.add_annotation(x=1, y=-0.45, xref="paper", yref="paper", xanchor="right", yanchor="middle",
+                           text=" · ".join(off) + " → off the chart", showarrow=False, font=dict(color="#c62828"))
+    fig.update_layout(barmode="overlay", height=240, margin=dict(l=10, r=10, t=54, b=30),
+                      xaxis=dict(title="token position in the prompt", range=[0, right]),
+                      yaxis=dict(visible=False), legend=dict(orientation="h", y=-0.45),
+                      hoverlabel=dict(align="left"), bargap=0.2)
+    return fig
+
+
+def position_chart(trace: Trace) -> go.Figure:
+    """Kept passages: place in the prompt (x) against score (y)."""
+    kept = trace.kept()
+    cands = {c.id: c for c in trace.candidates}
+    xs = [d.position for d in kept]
+    ys = [cands[d.id].score if d.id in cands else None for d in kept]
+    fig = go.Figure()
+    k = len(kept)
+    if k >= 3:
+        fig.add_vrect(x0=1.5, x1=k - 0.5, fillcolor="#ffe0b2", opacity=0.45, line_width=0, layer="below",
+                      annotation_text="middle: read least reliably", annotation_position="top left")
+    fig.add_trace(go.Scatter(
+        x=xs, y=ys, mode="markers+text", text=[esc(d.label) for d in kept], textposition="top center",
+        marker=dict(size=[10 + min((d.tokens or 0) / 20, 20) for d in kept], color=[y or 0 for y in ys],
+                    colorscale=[[0, "#b0bec5"], [1, "#0d47a1"]], showscale=False,
+                    line=dict(color="white", width=1)),
+        hovertext=[f"<b>{esc(d.label)}</b><br>id {esc(d.id)}<br>position {d.position}<br>"
+                   f"score {'unscored' if y is None else f'{y:.3f}'}<br>tokens {d.tokens}"
+                   for d, y in zip(kept, ys)],
+        hoverinfo="text", name="kept"))
+    known = [y for y in ys if y is not None]
+    lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
+    pad = max(hi - lo, 0.1) * 0.2
+    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=30), showlegend=False,
+                      xaxis=dict(title="position in the prompt (1 = first passage)", dtick=1,
+                                 range=[0.5, max(k, 1) + 0.5]),
+                      yaxis=dict(title="score", range=[lo - pad, hi + pad]))
+    return fig
+
+
+def token_bars(trace: Trace) -> None:
+    safe = max(trace.budget.safe_input, 1)
+    rows = [{"#": i, "kind": b.kind, "label": b.label, "id": b.id, "tokens": b.tokens,
+             "share": b.tokens / safe} for i, b in enumerate(trace.blocks, 1)]
+    df = pd.DataFrame(rows, columns=["#", "kind", "label", "id", "tokens", "share"])
+    st.dataframe(df, hide_index=True, width="stretch", height=min(38 + 35 * max(len(df), 1), 360),
+                 column_config={
+                     "#": st.column_config.NumberColumn("#", width="small"),
+                     "tokens": st.column_config.ProgressColumn("tokens", min_value=0,
+                                                               max_value=max([1, *df["tokens"]]), format="%d"),
+                     "share": st.column_config.ProgressColumn("share of safe input", min_value=0.0,
+                                                              max_value=1.0, format="percent"),
+                 })
+
+
+def _block_name(trace: Trace, i: int) -> str:
+    b = trace.blocks[i]
+    extra = " · ".join(x for x in (b.label, b.id) if x)
+    return f"{i + 1} · {b.kind}" + (f" · {extra}" if extra else "") + f" ({b.tokens} tokens)"
+
+
+def token_boundaries(trace: Trace) -> None:
+    if not trace.blocks:
+        return
+    show = st.toggle("Show token boundaries of a block", key="dbg.show_pieces")
+    if not show:
+        return
+    idx = st.selectbox("Block", list(range(len(trace.blocks))), key="dbg.piece_block",
+                       format_func=lambda i: _block_name(trace, i))
+    b = trace.blocks[idx]
+    pieces = _pieces(trace.tokenizer.encoding, trace.prompt.text)[b.start_token:b.end_token]
+    st.caption(f"{len(pieces)} tokens; each boundary is marked with │ and line breaks with ↵")
+    st.code("│".join(p.replace("\n", "↵\n") for p in pieces), language=None, wrap_lines=True)
+
+
+def prompt_view(trace: Trace) -> None:
+    st.code(trace.prompt.text, language=None, wrap_lines=True, height=420)
+
+
+def downloads(trace: Trace, loaded: Loaded) -> None:
+    """Trace JSON (re-uploading it gives this same view), the prompt text, and the settings."""
+    files = [
+        ("Trace JSON", trace.to_json(), ".trace.json", "application/json", "dbg.dl_trace",
+         "Upload it again to get this same view; the CLI can replay it."),
+        ("Prompt text", trace.prompt.text, ".prompt.txt", "text/plain", "dbg.dl_prompt", None),
+        ("Settings JSON", json.dumps(trace.config.to_dict(), indent=2), ".settings.json", "application/json",
+         "dbg.dl_settings", "Every setting of this build, as a JSON object."),
+    ]
+    for col, (label, data, suffix, mime, key, help_text) in zip(st.columns(len(files)), files):
+        col.download_button(label, data, file_name=safe_filename(loaded.source, suffix), mime=mime, key=key,
+                            on_click="ignore", icon=":material/download:", help=help_text, width="stretch")
+
+
+# --------------------------------------------------------------------------- budget page
+
+def budget_waterfall(b) -> go.Figure:
+    margin = (b.window - b.max_output) - b.safe_input
+    labels = ["window", "answer (max output)", "safety margin", "safe input", "fixed blocks", "history",
+              "docs budget"]
+    values = [b.window, -b.max_output, -margin, b.safe_input, -b.fixed, -b.history, b.docs]
+    measures = ["absolute", "relative", "relative", "total", "relative", "relative", "total"]
+    fig = go.Figure(go.Waterfall(
+        x=labels, y=values, measure=measures, text=[f"{abs(v):,}" for v in values], textposition="outside",
+        connector=dict(line=dict(color="#b0bec5")),
+        decreasing=dict(marker=dict(color="#ef6c00")), increasing=dict(marker=dict(color="#1565c0")),
+        totals=dict(marker=dict(color="#2e7d32")),
+    ))
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=20, b=10), yaxis=dict(title="tokens"),
+                      showlegend=False)
+    return fig

@@ -1,0 +1,53 @@
+"""Budget calculator: how a context window splits into answer, margin, fixed blocks, history and docs."""
+
+import streamlit as st
+
+import ctxcore
+import ctxui
+
+st.title("Budget calculator", anchor=False)
+st.caption("Reserve the answer, take the safety margin off, subtract the blocks that are always there, "
+           "then split the rest between history and documents. The docs figure is a ceiling, not a target.")
+
+left, right = st.columns([1, 2])
+with left:
+    ctxui.tokenizer_select("bud")
+    ctxui.window_controls("bud")
+    last_fixed = st.session_state.get("ctx.last_fixed")
+    ctxui.bound(st.number_input, "fixed", "bud.fixed", "Fixed blocks (tokens)", min_value=0, step=1,
+                help="System, instructions, schemas, tools, the grounding rule and the question.")
+    if last_fixed is not None:
+        st.button(f"Use the debugger's fixed blocks ({last_fixed} tokens)", key="bud.use_fixed",
+                  on_click=ctxui.apply_controls, args=({"fixed": last_fixed},))
+    with st.expander("Count the tokens of a fixed block"):
+        sample = st.text_area("Paste a system prompt, schema or tool definition", key="bud.sample_text")
+        if sample:
+            s = ctxui.store()
+            cfg = ctxui.config_from_controls(s)
+            try:
+                encoding = ctxcore.Config.from_dict(cfg).encoding
+            except ctxcore.InputError:
+                encoding = "cl100k_base"
+            tok = ctxcore.get_tokenizer(encoding)
+            n = tok.count(sample)
+            st.metric(f"Tokens ({encoding}{'' if tok.exact else ', approximate'})", n)
+
+s = ctxui.store()
+with right:
+    try:
+        ctxcore.Config.from_dict(ctxui.config_from_controls(s), source="settings")
+        b = ctxcore.window_budget(s["window"], s["max_output"], s["fixed"], s["safety"], s["history_share"])
+    except ctxcore.InputError as err:
+        st.error(ctxui.md_escape(str(err)), icon=":material/error:")
+        st.stop()
+    if b.docs < 0:
+        st.error(f"The fixed blocks ({b.fixed:,} tokens) are larger than the safe input ({b.safe_input:,} tokens): "
+                 "nothing is left for history or documents.", icon=":material/error:")
+    cols = st.columns(3)
+    cols[0].metric("Safe input", f"{b.safe_input:,}")
+    cols[1].metric("History", f"{b.history:,}")
+    cols[2].metric("Docs budget", f"{b.docs:,}")
+    st.plotly_chart(ctxui.budget_waterfall(b), width="stretch", key="bud.waterfall")
+    st.caption(f"safe input = ⌊({b.window:,} − {b.max_output:,}) × (1 − {b.safety:g})⌋ = {b.safe_input:,}; "
+               f"history = ⌊({b.safe_input:,} − {b.fixed:,}) × {s['history_share']:g}⌋ = {b.history:,}; "
+               f"docs = {b.safe_input:,} − {b.fixed:,} − {b.history:,} = {b.docs:,}")

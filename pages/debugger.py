@@ -1,0 +1,61 @@
+"""Debugger: pick a scenario or upload candidates/a trace, move the controls, see every fate."""
+
+import streamlit as st
+
+import ctxui
+
+st.title("Context construction debugger", anchor=False)
+st.caption("Which retrieved chunks reached the prompt, which were dropped, and why. "
+           "Every decision on this page comes from the ctxcore engine.")
+
+ctxui.input_section()
+loaded = st.session_state.get("ctx.loaded")
+ctxui.sidebar_controls()
+if loaded is None:
+    st.stop()
+
+ctxui.scenario_header(loaded)
+ctxui.scenario_story(loaded)
+query_col, buttons_col = st.columns([3, 2], vertical_alignment="bottom")
+with query_col:
+    query = ctxui.query_input()
+with buttons_col:
+    ctxui.settings_buttons(loaded)
+
+trace = ctxui.safe_build(st.session_state["ctx.key"], loaded, query)
+st.session_state["ctx.trace"] = trace  # for other pages (and tests)
+if trace is None:
+    st.stop()
+st.session_state["ctx.last_fixed"] = trace.budget.fixed
+if loaded.trace is not None:
+    st.caption("Showing the logged trace as recorded; change a control or the query to replay it."
+               if trace is loaded.trace else "Replayed with the current settings (they or the query differ "
+               "from the logged trace).")
+
+ctxui.metrics(trace)
+ctxui.warnings_list(trace)
+
+map_title, map_scale = st.columns([3, 1], vertical_alignment="bottom")
+map_title.subheader("Where each block sits in the prompt", anchor=False)
+full = map_scale.toggle("Full scale (to the safe input)", key="dbg.full_scale")
+st.plotly_chart(ctxui.prompt_map(trace, full_scale=full), width="stretch", key="dbg.map")
+
+st.subheader("Fates", anchor=False)
+shown = ctxui.fates_table(trace)
+with st.expander("Candidate detail", expanded=True):
+    ctxui.detail_view(trace, shown)
+
+st.subheader("Kept passages: position vs. score", anchor=False)
+st.caption("A high-scoring passage in the shaded middle is the one a model is most likely to overlook.")
+st.plotly_chart(ctxui.position_chart(trace), width="stretch", key="dbg.positions")
+
+st.subheader("The prompt", anchor=False)
+prompt_tab, bars_tab = st.tabs(["Final prompt (exact text)", "Token bars per block"])
+with prompt_tab:
+    ctxui.prompt_view(trace)
+with bars_tab:
+    ctxui.token_bars(trace)
+    ctxui.token_boundaries(trace)
+
+st.subheader("Download", anchor=False)
+ctxui.downloads(trace, loaded)

@@ -1,0 +1,248 @@
+"""End-to-end: the real app in a real browser (Debian's chromium driven by Playwright).
+
+Starts ``streamlit run app.py`` on a free port, then drives the page like a person would:
+upload, move a control, read the numbers, and check that input text never becomes markup.
+Skipped (with the reason printed) when chromium is not installed, except under CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import ctxcore
+from ctxcore import Config
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SAMPLES = sorted((ROOT / "sample_data").glob("*.json"), key=lambda p: p.name)
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+WAIT = 30_000  # ms, for every wait on the page
+PAGE_TITLES = {"debugger.py": "Debugger", "budget.py": "Budget calculator"}
+HEADINGS = {"Debugger": "Context construction debugger"}  # page title -> its h1, where they differ
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser test cannot run under CI: {reason}")
+    print(f"\nskipping browser tests: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    try:
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"streamlit exited early: {log.read()[-2000:]}")
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("streamlit did not answer on /_stcore/health within 90 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        _unavailable(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is not installed")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+    pg = context.new_page()
+    pg.set_default_timeout(WAIT)
+    pg.requests = []
+    pg.on("request", lambda r: pg.requests.append(r.url))
+    pg.goto(server + "/")
+    wait_metrics(pg)
+    yield pg
+    context.close()
+
+
+# --------------------------------------------------------------------------- page helpers
+
+def wait_metrics(pg) -> None:
+    from playwright.sync_api import expect
+
+    expect(pg.locator('[data-testid="stMetric"]').first).to_be_visible(timeout=WAIT)
+    wait_idle(pg)
+
+
+def wait_idle(pg) -> None:
+    """Wait until Streamlit reports no script run in progress."""
+    pg.wait_for_function(
+        """() => !document.querySelector('[data-testid="stStatusWidget"]')
+                  || !document.querySelector('[data-testid="stStatusWidget"]').innerText.includes('Running')""",
+        timeout=WAIT)
+
+
+def metrics(pg) -> dict[str, str]:
+    return pg.evaluate("""() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
+        m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
+        m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))""")
+
+
+def caption(pg, text: str) -> None:
+    """Wait for a caption containing ``text`` (the page writes the state it is showing in captions)."""
+    from playwright.sync_api import expect
+
+    expect(pg.locator('[data-testid="stCaptionContainer"]', has_text=text).first).to_be_visible(timeout=WAIT)
+    wait_idle(pg)
+
+
+def upload(pg, name: str, data: bytes, mime: str = "application/json") -> None:
+    pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
+        files=[{"name": name, "mimeType": mime, "buffer": data}])
+
+
+def prompt_text(pg) -> str:
+    return pg.locator('[data-testid="stCode"] code', has_text="Question:").first.text_content()
+
+
+# --------------------------------------------------------------------------- tests
+
+@pytest.mark.skipif(not SAMPLES, reason="no sample scenarios yet")
+def test_landing_page_shows_the_first_sample_and_every_page_once(page):
+    from playwright.sync_api import expect
+
+    first = ctxcore.load(SAMPLES[0])
+    caption(page, f"{SAMPLES[0].name} · {len(first.candidates)} candidates")
+    assert metrics(page)["Kept"] == str(first.build().fate_counts()["kept"])
+    assert metrics(page)["Candidates"] == str(len(first.candidates))
+    page.set_viewport_size({"width": 1440, "height": 1500})  # tall enough for the prompt map and the table
+    page.locator(".js-plotly-plot").first.wait_for()
+    page.wait_for_timeout(800)  # let plotly settle into the new width before the picture
+    (ROOT / "docs").mkdir(exist_ok=True)
+    page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+    page.set_viewport_size({"width": 1440, "height": 1000})
+
+    links = page.locator('[data-testid="stSidebarNav"] a')
+    titles = [t.strip().splitlines()[-1].strip() for t in links.all_inner_texts()]  # drop the icon name
+    pages = sorted(p.name for p in (ROOT / "pages").glob("*.py"))
+    assert len(titles) == len(pages), titles
+    for name in pages:
+        title = PAGE_TITLES.get(name)
+        if title:
+            assert titles.count(title) == 1, titles
+    for title in titles + titles[:1]:  # every page, then back to the first
+        page.locator('[data-testid="stSidebarNav"] a', has_text=title).click()
+        heading = page.locator("h1", has_text=re.compile(re.escape(HEADINGS.get(title, title)), re.I))
+        expect(heading).to_be_visible(timeout=WAIT)
+        wait_metrics(page)
+        assert page.locator('[data-testid="stException"]').count() == 0, title
+        assert page.locator('[data-testid="stAlertContentError"]').count() == 0, title
+
+
+def test_upload_and_move_the_budget_control(page):
+    page.get_by_role("button", name="Reset to defaults").click()
+    caption(page, "(from the split)")
+    upload(page, "seed.json", (FIXTURES / "seed.json").read_bytes())
+    caption(page, "seed.json · 7 candidates")
+    loaded = ctxcore.load(FIXTURES / "seed.json")
+    assert metrics(page)["Kept"] == str(loaded.build(Config()).fate_counts()["kept"])
+
+    page.locator('[data-testid="stSidebar"]').get_by_text("Direct docs budget").click()
+    caption(page, "(direct)")
+    box = page.locator('[data-testid="stNumberInput"]', has_text="Docs budget (tokens)").locator("input")
+    for budget in (60, 30):
+        box.fill(str(budget))
+        box.press("Enter")
+        caption(page, f"docs budget {budget} (direct)")
+        want = loaded.build(Config(budget=budget))
+        shown = metrics(page)
+        assert shown["Kept"] == str(want.fate_counts()["kept"]), budget
+        assert shown["Evidence tokens / docs budget"] == f"{ctxcore.evidence_cost(want):,} / {budget:,}"
+        assert shown["Prompt tokens / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_markup_in_input_is_shown_as_text_and_never_runs(page):
+    data = (FIXTURES / "xss.json").read_bytes()
+    raw = json.loads(data)
+    upload(page, 'xss<img src=x onerror=window.__pwned=6>.json', data)
+    caption(page, 'xss<img src=x onerror=window.__pwned=6>.json · 2 candidates')
+    codes = page.locator('[data-testid="stCode"]')
+    assert codes.filter(has_text="<script>window.__pwned=1</script>").count() >= 1
+    assert codes.filter(has_text='<img src=x onerror="window.__pwned=2">').count() >= 1
+    assert codes.filter(has_text="![x](http://example.invalid/pixel.png)").count() >= 1
+    headings = [h.replace("\u2060", "") for h in page.locator("h3").all_inner_texts()]
+    assert raw["scenario"]["title"] in headings  # literally, with its markup and markdown
+    assert page.get_by_text("<script>window.__pwned=4</script>", exact=False).count() >= 1
+    assert page.get_by_text('evil<img src=x onerror="window.__pwned=3"> contains', exact=False).count() >= 1
+    # hover every segment of the prompt map and every point of the position chart: tooltips too stay inert
+    for chart in page.locator(".js-plotly-plot").all():
+        for point in chart.locator("g.point, g.points path.point").all():
+            point.hover(force=True)
+            page.wait_for_timeout(50)
+    page.mouse.move(5, 5)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator('img[src="x"], img[src*="example.invalid"]').count() == 0
+    assert page.locator('a[href*="example.invalid"]').count() == 0  # not even a link
+    assert not page.evaluate("[...document.scripts].some(s => s.textContent.includes('__pwned'))")
+    assert not [u for u in page.requests if "example.invalid" in u]
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+@pytest.mark.skipif(not SAMPLES, reason="no sample scenarios yet")
+def test_downloaded_trace_uploads_to_the_same_view(page):
+    before = metrics(page)
+    prompt = prompt_text(page)
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Trace JSON").click()
+    data = Path(info.value.path()).read_bytes()
+    trace = ctxcore.Trace.from_json(data)
+    assert trace.prompt.text == prompt
+    upload(page, "roundtrip.trace.json", data)
+    caption(page, "(a saved trace)")
+    caption(page, "logged trace as recorded")
+    assert metrics(page) == before
+    assert prompt_text(page) == prompt
