@@ -57,6 +57,8 @@ def _settings_options(b: argparse.ArgumentParser) -> None:
     g.add_argument("--merge-adjacent", action="store_const", const=True, dest="merge_adjacent")
     g.add_argument("--no-prefer-newest", action="store_const", const=False, dest="prefer_newest")
     g.add_argument("--caller")
+    g.add_argument("--max-passages", type=int, dest="max_passages")
+    g.add_argument("--preset", choices=("naive", "recommended"), help="apply a preset before the other flags")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -85,11 +87,14 @@ def parser() -> argparse.ArgumentParser:
 
 _SETTINGS = ("budget", "window", "max_output", "safety", "history_share", "encoding", "model", "min_score",
              "near_dup", "similarity", "select", "mmr_lambda", "order", "label_overhead", "compress",
-             "max_chunk_tokens", "merge_adjacent", "prefer_newest", "caller")
+             "max_chunk_tokens", "merge_adjacent", "prefer_newest", "caller", "max_passages")
 
 
 def overrides(args) -> dict:
-    out = {k: getattr(args, k) for k in _SETTINGS if getattr(args, k, None) is not None}
+    from .records import PRESETS
+
+    out = dict(PRESETS[args.preset]) if getattr(args, "preset", None) else {}
+    out.update({k: getattr(args, k) for k in _SETTINGS if getattr(args, k, None) is not None})
     if getattr(args, "no_near_dup", None):
         out["near_dup"] = None
     if "model" in out:

@@ -101,6 +101,7 @@ class Config:
     label_overhead: Union[int, Literal["auto"]] = "auto"
     compress: bool = False
     max_chunk_tokens: Optional[int] = None
+    max_passages: Optional[int] = None
 
     def __post_init__(self):
         _check_config(self)
@@ -179,6 +180,8 @@ def _check_config(c: Config) -> None:
         bad("label_overhead", "must be a whole number of tokens or 'auto'")
     if c.max_chunk_tokens is not None and (not _is_int(c.max_chunk_tokens) or c.max_chunk_tokens < 1):
         bad("max_chunk_tokens", "must be a whole number of tokens, 1 or more, or null")
+    if c.max_passages is not None and (not _is_int(c.max_passages) or c.max_passages < 1):
+        bad("max_passages", "must be a whole number, 1 or more, or null")
     for name in ("prefer_newest", "merge_adjacent", "compress"):
         if not isinstance(getattr(c, name), bool):
             bad(name, "must be true or false")
@@ -187,6 +190,16 @@ def _check_config(c: Config) -> None:
     for name, options in _CHOICES.items():
         if getattr(c, name) not in options:
             bad(name, f"must be one of {', '.join(options)}")
+
+
+PRESETS: dict[str, dict] = {
+    # what many pipelines do by default: top passages by score, pasted in retrieval order, nothing filtered
+    "naive": {"near_dup": None, "min_score": None, "prefer_newest": False, "merge_adjacent": False,
+              "select": "score", "order": "original", "compress": False, "max_passages": 10},
+    # this project's defaults: dedup, newest versions, best passages at the edges
+    "recommended": {"near_dup": 0.8, "prefer_newest": True, "select": "score", "order": "sandwich",
+                    "max_passages": None},
+}
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,10 @@ def run(state):
     remaining, kept, dropped = docs, [], []
     original = {c.id: c for c in state.candidates}
     for c in walk:
+        if cfg.max_passages is not None and len(kept) >= cfg.max_passages:
+            dropped.append(Decision(c.id, "over_budget", "select",
+                                    f"the passage limit (max_passages {cfg.max_passages}) was already reached"))
+            continue
         if c.id not in overhead:
             short = cfg.label_overhead == "auto" and not cfg.compress and c.tokens > remaining
             overhead[c.id] = None if short else label_overhead(state, c)

@@ -59,3 +59,18 @@ def test_mmr_prefers_diversity():
     mmr = build(cands, "q", Config(budget=20, label_overhead=0, near_dup=None, select="mmr", mmr_lambda=0.5))
     assert {d.id for d in score.kept()} == {"a", "a2"}
     assert {d.id for d in mmr.kept()} == {"a", "ship"}
+
+
+def test_max_passages_caps_the_count_and_says_so():
+    cands = [Candidate(c, f"text {c}", s) for c, s in [("a", 0.9), ("b", 0.8), ("c", 0.7)]]
+    t = build(cands, "q", Config(budget=500, max_passages=2))
+    assert [d.id for d in t.kept()] == ["a", "b"]
+    assert t.decision("c").reason == "the passage limit (max_passages 2) was already reached"
+
+
+def test_naive_preset_keeps_duplicates_and_database_order():
+    from ctxcore import PRESETS
+
+    cands = [Candidate("b", "refund policy five days", 0.5), Candidate("a", "refund policy 5 days", 0.9)]
+    t = build(cands, "q", Config(budget=500, **PRESETS["naive"]))
+    assert [d.id for d in t.kept()] == ["b", "a"]
