@@ -39,8 +39,11 @@ class Check:
         return {**self.__dict__, "ids": list(self.ids)}
 
 
+_NUMERIC_CITE = re.compile(r"\[\s*\d+(?:\s*[,;-]\s*\d+)*\s*\]")
+
+
 def _numbers(text: str) -> set[str]:
-    text = _CITE.sub(" ", text)
+    text = _NUMERIC_CITE.sub(" ", _CITE.sub(" ", text))
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 
 
@@ -84,11 +87,15 @@ def check_answer(trace: Trace, answer: str) -> list[Check]:
         checks.append(Check(f"“{quote}”", "quote", "from_dropped" if lost and not elsewhere else "not_in_passage",
                             detail, tuple(lost)))
     seen_numbers = set()
+    asked = _numbers(trace.query)
     kept_numbers = set().union(*(_numbers(t) for _, t in passages.values())) if passages else set()
     for n in sorted(_numbers(answer), key=lambda x: (len(x), x)):
         if n in seen_numbers:
             continue
         seen_numbers.add(n)
+        if n in asked and n not in kept_numbers:
+            checks.append(Check(n, "number", "ok", "restates the question"))
+            continue
         if n in kept_numbers:
             where = [lab for lab, (_, t) in passages.items() if n in _numbers(t)]
             checks.append(Check(n, "number", "ok", f"in [{where[0]}]", (passages[where[0]][0],)))

@@ -202,7 +202,8 @@ def run(argv=None, out=sys.stdout) -> int:
         return 0
     answer = _logged(loaded).get("answer")
     result = findings(trace, answer_checks=check_answer(trace, answer) if answer else None,
-                      logged_prompt_tokens=_logged(loaded).get("prompt_tokens"))
+                      logged_prompt_tokens=_logged(loaded).get("prompt_tokens"),
+                      logged_prompt=_logged(loaded).get("prompt_text"))
     if args.format == "json":
         out.write(dumps([f.to_dict() for f in result]) + "\n")
     elif not result:

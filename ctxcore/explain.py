@@ -189,9 +189,23 @@ class Finding:
         return {**self.__dict__, "ids": list(self.ids)}
 
 
-def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional[int] = None) -> list[Finding]:
+def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional[int] = None,
+             logged_prompt: Optional[str] = None) -> list[Finding]:
     """Ranked list of what is most likely wrong with this context, each with a verified fix."""
     out: list[Finding] = []
+    if logged_prompt:
+        from .reach import reached
+
+        for r in reached(trace.candidates, logged_prompt):
+            kept_now = _kept(trace, r.id)
+            if r.status == "partly":
+                out.append(Finding("cut_in_logged_prompt", 3, f"{r.id} reached the logged prompt only in part",
+                                   f"{r.share:.0%} of its text is in what was sent: it was cut off"
+                                   + ("; the replay keeps it whole" if kept_now else ""), ids=(r.id,)))
+            elif r.status == "absent" and kept_now:
+                out.append(Finding("missing_from_logged_prompt", 3, f"{r.id} was retrieved but never sent",
+                                   f"the replay keeps it as [{trace.decision(r.id).label}]; the logged prompt "
+                                   f"does not contain it", ids=(r.id,)))
     case = Case.of(trace)
     kept = trace.kept()
     by_id = {c.id: c for c in trace.candidates}

@@ -61,8 +61,8 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Iterable, Optional
+from datetime import datetime, timezone
+from typing import Any, Optional
 
 from .errors import InputError
 from .loaders import Loaded, candidate, decode
@@ -428,8 +428,6 @@ def _timestamp(v) -> Optional[float]:
         except ValueError:
             return None
         if dt.tzinfo is None:
-            from datetime import timezone
-
             dt = dt.replace(tzinfo=timezone.utc)
         return dt.timestamp()
     return None
@@ -860,7 +858,8 @@ def _load_openinference(spans: list[_Span], source: str, trace_id: Optional[str]
         kinds = list(dict.fromkeys(s.kind or "unknown" for s in scope))
         where = f" in trace {chosen}" if trace_id is not None and len(groups) > 1 else ""
         raise InputError(f"no RETRIEVER or RERANKER span with documents{where}; found span kinds: "
-                         f"{', '.join(kinds)}", source=source)
+                         f"{', '.join(kinds)} (without a retriever step there are no candidates to replay)",
+                         source=source)
     with_docs = [s for s in retrievers if _retrieved(s)]
     if len(with_docs) > 1:
         warnings.append(f"{len(with_docs)} retriever spans: their documents are combined in time order")
@@ -1113,7 +1112,9 @@ def _lf_documents(value) -> Optional[list]:
         text = _first(*(node.get(k) for k in ("page_content", "pageContent", "text", "content", "document", "chunk")
                         if isinstance(node.get(k), str)))
         metadata = _json(node.get("metadata"), literal=True)
-        metadata = dict(metadata) if isinstance(metadata, dict) else ({} if metadata is None else {"metadata": metadata})
+        if not isinstance(metadata, dict):
+            metadata = {} if metadata is None else {"metadata": metadata}
+        metadata = dict(metadata)  # a copy: the caller's parsed JSON is never changed
         score = _first(_number(item.get("score")), _number(node.get("score")), _number(item.get("relevance_score")),
                        _number(metadata.get("relevance_score")), _number(metadata.get("score")))
         docs.append({"content": text, "id": _first(node.get("id"), node.get("id_"), node.get("doc_id")),

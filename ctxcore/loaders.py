@@ -132,6 +132,11 @@ def loads(text: str, source: str = "input") -> Loaded:
 def from_object(data: Any, source: str = "input") -> Loaded:
     """Interpret parsed JSON: a list of candidates, a request object, or a trace."""
     if isinstance(data, list):
+        from .importers import detect_any
+
+        imported = detect_any(data, source)
+        if imported is not None:
+            return imported
         cands, notes = _candidates(data, source, "candidates", lines=None)
         return Loaded(cands, format="json", source=source, warnings=notes)
     if not isinstance(data, dict):
