@@ -12,7 +12,6 @@ from .state import State
 from .tokens import get_tokenizer
 
 STAGES = (
-    budget.run,         # how many tokens evidence may use
     filters.permitted,  # not_permitted
     filters.newest,     # stale
     dedup.exact,        # exact_duplicate
@@ -20,6 +19,7 @@ STAGES = (
     merge.run,          # merged
     filters.threshold,  # below_threshold
     tokens.run,         # counts (started in the background when the build began)
+    budget.run,         # how many tokens evidence may use
     select.run,         # over_budget / kept (compression happens here, as chunks are fitted)
     order.run,          # prompt order
     assemble.run,       # labels, blocks, final count (over_budget when the whole prompt is too long)
@@ -60,12 +60,30 @@ def _start(candidates, query, config, inputs) -> State:
     return state.warn(*notes)
 
 
+# The stages before the budget read only these settings. A rebuild that changes any other one
+# (window, budget, selection, order, labels, compression) starts from the state they left.
+SETTLED = STAGES.index(budget.run)
+FILTER_SETTINGS = ("encoding", "caller", "prefer_newest", "near_dup", "similarity", "merge_adjacent", "min_score")
+_SETTLED: dict = {}
+
+
 def build(candidates: Iterable[Candidate], query: str, config: Optional[Config] = None,
           inputs: Optional[Inputs] = None) -> Trace:
     """Decide every candidate's fate and assemble the prompt. Deterministic."""
-    config = config or Config()
-    state = _start(candidates, query, config, inputs or Inputs())
-    for stage in STAGES:
+    config, inputs, candidates = config or Config(), inputs or Inputs(), tuple(candidates)
+    # keyed by the candidates' identities: the entry holds them, so no other object can take those ids
+    key = (tuple(map(id, candidates)), query, tuple(getattr(config, f) for f in FILTER_SETTINGS))
+    settled = _SETTLED.get(key)
+    if settled is None:
+        state = _start(candidates, query, config, inputs)
+        for stage in STAGES[:SETTLED]:
+            state = stage(state)
+        if len(_SETTLED) >= 8:
+            _SETTLED.pop(next(iter(_SETTLED)))
+        _SETTLED[key] = (candidates, state)
+    else:
+        state = settled[1].replace(config=config, inputs=inputs)
+    for stage in STAGES[SETTLED:]:
         state = stage(state)
     return _trace(state)
 
@@ -94,6 +112,7 @@ def clear_caches() -> None:
     from . import filters, tokens
 
     tokens.clear_cache()
+    _SETTLED.clear()
     for cached in (dedup.words, dedup.shingles, dedup.digest, dedup._memo_near, assemble.suspicious,
                    assemble._measured_overhead, filters._version_key):
         cached.cache_clear()
