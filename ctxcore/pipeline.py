@@ -60,32 +60,44 @@ def _start(candidates, query, config, inputs) -> State:
     return state.warn(*notes)
 
 
-# The stages before the budget read only these settings. A rebuild that changes any other one
-# (window, budget, selection, order, labels, compression) starts from the state they left.
-SETTLED = STAGES.index(budget.run)
-FILTER_SETTINGS = ("encoding", "caller", "prefer_newest", "near_dup", "similarity", "merge_adjacent", "min_score")
-_SETTLED: dict = {}
+# Rebuilds start from the last remembered state whose stages read none of the changed settings:
+# (first stage not covered, settings read by the stages before it).
+CHECKPOINTS = (
+    (STAGES.index(filters.threshold), ("encoding", "caller", "prefer_newest", "near_dup", "similarity",
+                                       "merge_adjacent")),
+    (STAGES.index(budget.run), ("min_score",)),
+)
+_REMEMBERED: dict = {}
 
 
 def build(candidates: Iterable[Candidate], query: str, config: Optional[Config] = None,
           inputs: Optional[Inputs] = None) -> Trace:
     """Decide every candidate's fate and assemble the prompt. Deterministic."""
     config, inputs, candidates = config or Config(), inputs or Inputs(), tuple(candidates)
-    # keyed by the candidates' identities: the entry holds them, so no other object can take those ids
-    key = (tuple(map(id, candidates)), query, tuple(getattr(config, f) for f in FILTER_SETTINGS))
-    settled = _SETTLED.get(key)
-    if settled is None:
+    # keyed by the candidates' identities: an entry holds them, so no other object can take those ids
+    key, keys = (tuple(map(id, candidates)), query), []
+    for _, settings in CHECKPOINTS:
+        key = key + tuple(getattr(config, f) for f in settings)
+        keys.append(key)
+    done, state = 0, None
+    for (stop, _), key in reversed(list(zip(CHECKPOINTS, keys))):
+        if key in _REMEMBERED:
+            done, state = stop, _REMEMBERED[key][1].replace(config=config, inputs=inputs)
+            break
+    if state is None:
         state = _start(candidates, query, config, inputs)
-        for stage in STAGES[:SETTLED]:
-            state = stage(state)
-        if len(_SETTLED) >= 8:
-            _SETTLED.pop(next(iter(_SETTLED)))
-        _SETTLED[key] = (candidates, state)
-    else:
-        state = settled[1].replace(config=config, inputs=inputs)
-    for stage in STAGES[SETTLED:]:
+    for i, stage in enumerate(STAGES[done:], done):
+        for (stop, _), key in zip(CHECKPOINTS, keys):
+            if i == stop and key not in _REMEMBERED:
+                _remember(key, candidates, state)
         state = stage(state)
     return _trace(state)
+
+
+def _remember(key, candidates, state) -> None:
+    if len(_REMEMBERED) >= 16:
+        _REMEMBERED.pop(next(iter(_REMEMBERED)))
+    _REMEMBERED[key] = (candidates, state)
 
 
 def _trace(state: State) -> Trace:
@@ -112,7 +124,7 @@ def clear_caches() -> None:
     from . import filters, tokens
 
     tokens.clear_cache()
-    _SETTLED.clear()
+    _REMEMBERED.clear()
     for cached in (dedup.words, dedup.shingles, dedup.digest, dedup._memo_near, assemble.suspicious,
                    assemble._measured_overhead, filters._version_key):
         cached.cache_clear()
