@@ -79,37 +79,42 @@ def near_duplicates_naive(sets: Sequence[frozenset], threshold: float) -> list[M
 def near_duplicates(sets: Sequence[frozenset], threshold: float) -> list[Match]:
     """Same result as :func:`near_duplicates_naive`, without comparing all pairs.
 
-    Every set is sorted by one global order, rarest word first. Two sets with
-    Jaccard >= t share at least t/(1+t) * (|x| + |y|) words, so their short
-    prefixes must intersect (prefix filter), and a shared word found at
-    positions i and j bounds how many more they can share (positional filter).
-    Survivors passing both are verified with the same arithmetic as the
-    definition, in rank order; the first match wins.
-
     >>> s = [words("a b c d e"), words("a b c d e f"), words("x y z")]
     >>> near_duplicates(s, 0.8)
     [None, (0, 0.8333333333333334), None]
     """
+    return first_survivor(similar_pairs(sets, threshold), threshold)
+
+
+def similar_pairs(sets: Sequence[frozenset], threshold: float) -> list[list[tuple[int, float]]]:
+    """For each set, every earlier set with Jaccard >= threshold, in order: a similarity self-join.
+
+    Every set is sorted by one global order, rarest word first. Two sets with
+    Jaccard >= t share at least t/(1+t) * (|x| + |y|) words, so their short
+    prefixes must intersect (prefix filter), and a shared word found at
+    positions i and j bounds how many more they can share (positional filter).
+    Pairs passing both are verified with the same arithmetic as the definition.
+
+    >>> similar_pairs([words("a b c d e"), words("a b c d e f"), words("a b c d e")], 0.8)
+    [[], [(0, 0.8333333333333334)], [(0, 1.0), (1, 0.8333333333333334)]]
+    """
     df = Counter(chain.from_iterable(sets))
     vocabulary = sorted(df)
     vocabulary.sort(key=df.__getitem__)  # stable: rarest first, ties alphabetical
-    order = {w: r for r, w in enumerate(vocabulary)}
-    rank_of = order.__getitem__
-    index: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # word -> (survivor, position, size)
-    sizes = [len(s) for s in sets]
+    rank_of = {w: r for r, w in enumerate(vocabulary)}.__getitem__
+    index: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # word -> (set, position, size)
     share = threshold / (1 + threshold)
     slack = 1 - 1e-9  # prune only when clearly impossible, so float rounding never loses a match
-    out: list[Match] = []
+    out: list[list[tuple[int, float]]] = []
     for i, s in enumerate(sets):
-        n = sizes[i]
+        n = len(s)
         if n == 0:
-            out.append(None)  # no words: never similar, and nothing can match it
+            out.append([])  # no words: never similar, and nothing can match it
             continue
-        ranked = sorted(map(rank_of, s))
-        prefix_len = n - max(1, math.ceil(threshold * n) - 1) + 1
+        prefix = sorted(map(rank_of, s))[: n - max(1, math.ceil(threshold * n) - 1) + 1]
         lo, hi = threshold * n * slack, n / threshold / slack
         overlap: dict[int, int] = {}
-        for pos, w in enumerate(ranked[:prefix_len]):
+        for pos, w in enumerate(prefix):
             entries = index.get(w)
             if entries is None:
                 continue
@@ -123,16 +128,29 @@ def near_duplicates(sets: Sequence[frozenset], threshold: float) -> list[Match]:
                 tail = m - pos_j - 1
                 bound = seen + 1 + (rest if rest < tail else tail)
                 overlap[j] = seen + 1 if bound >= share * (n + m) * slack else -1
-        match = None
+        found = []
         for j in sorted(j for j, o in overlap.items() if o > 0):
             sim = jaccard(s, sets[j])
             if sim >= threshold:
-                match = (j, sim)
-                break
+                found.append((j, sim))
+        out.append(found)
+        for pos, w in enumerate(prefix):
+            index[w].append((i, pos, n))
+    return out
+
+
+def first_survivor(pairs: Sequence[Sequence[tuple[int, float]]], threshold: float) -> list[Match]:
+    """Resolve a join into the definition: each set's first earlier *survivor* at or above threshold.
+
+    A join made at a lower threshold answers every higher one, so moving the
+    threshold up never recomputes similarities.
+    """
+    alive: list[bool] = []
+    out: list[Match] = []
+    for found in pairs:
+        match = next(((j, sim) for j, sim in found if sim >= threshold and alive[j]), None)
         out.append(match)
-        if match is None:
-            for pos, w in enumerate(ranked[:prefix_len]):
-                index[w].append((i, pos, n))
+        alive.append(match is None)
     return out
 
 
@@ -185,10 +203,21 @@ def exact(state):
 _MEASURES = {"words": words, "shingles": shingles}
 
 
-@lru_cache(maxsize=16)
+_JOINS: dict = {}
+
+
 def _memo_near(texts: tuple[str, ...], similarity: str, threshold: float) -> list[Match]:
-    """Near-dedup of survivors in rank order, remembered so a rebuild with other settings reuses it."""
-    return near_duplicates([_MEASURES[similarity](t) for t in texts], threshold)
+    """Near-dedup of the survivors in rank order. The similarity join behind it is remembered, so a
+    rebuild with other settings, or with a higher threshold, does not compare texts again."""
+    key = (texts, similarity)
+    joined = _JOINS.get(key)
+    if joined is None or joined[0] > threshold:
+        joined = (threshold, similar_pairs([_MEASURES[similarity](t) for t in texts], threshold))
+        _JOINS.pop(key, None)
+        if len(_JOINS) >= 8:
+            _JOINS.pop(next(iter(_JOINS)))
+        _JOINS[key] = joined
+    return first_survivor(joined[1], threshold)
 
 
 def near(state):

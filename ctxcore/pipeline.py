@@ -125,6 +125,7 @@ def clear_caches() -> None:
 
     tokens.clear_cache()
     _REMEMBERED.clear()
-    for cached in (dedup.words, dedup.shingles, dedup.digest, dedup._memo_near, assemble.suspicious,
+    dedup._JOINS.clear()
+    for cached in (dedup.words, dedup.shingles, dedup.digest, assemble.suspicious,
                    assemble._measured_overhead, filters._version_key):
         cached.cache_clear()
