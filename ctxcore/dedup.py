@@ -111,7 +111,8 @@ def similar_pairs(sets: Sequence[frozenset], threshold: float) -> list[list[tupl
         if n == 0:
             out.append([])  # no words: never similar, and nothing can match it
             continue
-        prefix = sorted(map(rank_of, s))[: n - max(1, math.ceil(threshold * n) - 1) + 1]
+        # at least ceil(t * n) words are shared; the epsilon only ever lengthens the prefix (float-safe)
+        prefix = sorted(map(rank_of, s))[: n - max(1, math.ceil(threshold * n - 1e-9)) + 1]
         lo, hi = threshold * n * slack, n / threshold / slack
         overlap: dict[int, int] = {}
         for pos, w in enumerate(prefix):

@@ -24,6 +24,13 @@ MAX_BYTES = 64 * 1024 * 1024
 MAX_CANDIDATES = 200_000
 TRUST = ("system", "developer", "retrieved", "user", "tool")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+               list: "a list", dict: "an object"}
+
+
+def json_type(value) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 _KNOWN = ("id", "text", "score", "doc_id", "chunk_index", "title", "section", "date", "version",
           "source_type", "trust", "permissions", "embedding", "metadata")
 
@@ -112,6 +119,8 @@ def load(path_or_bytes: Union[str, os.PathLike, bytes], name: Optional[str] = No
 def loads(text: str, source: str = "input") -> Loaded:
     stripped = text.lstrip()
     name = source.lower()
+    if name.endswith(".jsonl") and stripped.startswith("{"):
+        return _from_jsonl(text, source)
     if name.endswith(".csv") or not (stripped.startswith(("[", "{")) or name.endswith((".json", ".jsonl"))):
         return _from_csv(text, source)
     try:
@@ -140,8 +149,8 @@ def from_object(data: Any, source: str = "input") -> Loaded:
         cands, notes = _candidates(data, source, "candidates", lines=None)
         return Loaded(cands, format="json", source=source, warnings=notes)
     if not isinstance(data, dict):
-        raise InputError(f"expected a list of candidates or an object with 'candidates', found a "
-                         f"{type(data).__name__}", source=source)
+        raise InputError(f"expected a list of candidates or an object with 'candidates', found "
+                         f"{json_type(data)}", source=source)
     if "format" in data:
         if data["format"] != FORMAT:
             raise InputError(f"unsupported trace format {data['format']!r}; this version reads {FORMAT!r}",
@@ -218,10 +227,11 @@ def _candidates(items, source, name, lines) -> tuple[tuple[Candidate, ...], tupl
     if len(items) > MAX_CANDIDATES:
         raise InputError(f"{len(items)} candidates; the limit is {MAX_CANDIDATES}", source=source, field=name)
     out, generated, moved = [], 0, set()
+    given = {str(it.get("id")) for it in items if isinstance(it, dict) and it.get("id") not in (None, "")}
     for i, item in enumerate(items):
         where = dict(source=source, line=lines[i] if lines else None)
         label = name if lines else f"{name}[{i}]"
-        cand, was_generated, extra_keys = candidate(item, i, label, where)
+        cand, was_generated, extra_keys = candidate(item, i, label, where, taken=given)
         out.append(cand)
         generated += was_generated
         moved.update(extra_keys)
@@ -241,32 +251,60 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def candidate(item, i: int, label: str, where: dict) -> tuple[Candidate, bool, list[str]]:
+def _all_finite(value) -> bool:
+    """No NaN or infinite number anywhere inside (the trace could not be written as JSON otherwise)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return False
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
+
+
+def _finite(v) -> bool:
+    """A number that fits a float and is not NaN or infinite (a 400-digit integer is not)."""
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:
+        return False
+
+
+def candidate(item, i: int, label: str, where: dict, taken=frozenset()) -> tuple[Candidate, bool, list[str]]:
     """One candidate from one object; ``label`` and ``where`` locate it in messages."""
     def bad(f, why):
         raise InputError(why, field=f"{label}.{f}" if where.get("line") is None else f, **where)
 
     if not isinstance(item, dict):
-        raise InputError(f"a candidate must be an object, found {type(item).__name__}", field=label, **where)
+        raise InputError(f"a candidate must be an object, found {json_type(item)}", field=label, **where)
     if "text" not in item or item["text"] is None:
         bad("text", "missing: every candidate needs its text")
     text = item["text"]
     if not isinstance(text, str):
-        bad("text", f"must be a string, found {type(text).__name__}")
+        bad("text", f"must be a string, found {json_type(text)}")
+    if _SURROGATE.search(text):
+        bad("text", "contains a lone surrogate (an escaped \\ud800-\\udfff), which is not valid Unicode")
     cid, generated = item.get("id"), False
     if cid is None or cid == "":
         cid, generated = f"c{i + 1}", True
+        while cid in taken:  # never take an id the file gives another candidate
+            cid += "~"
     elif isinstance(cid, bool) or not isinstance(cid, (str, int)):
-        bad("id", f"must be a string, found {type(cid).__name__}")
+        bad("id", f"must be a string, found {json_type(cid)}")
     cid = str(cid)
     if _CONTROL.search(cid):
         bad("id", "contains control characters")
+    if _SURROGATE.search(cid):
+        bad("id", "contains a lone surrogate (an escaped \\ud800-\\udfff), which is not valid Unicode")
     score = item.get("score")
     if score is not None:
         if not _number(score):
             bad("score", f"must be a number, found {json.dumps(score)[:40]}")
-        if not math.isfinite(score):
-            bad("score", f"must be a finite number, found {score}")
+        if not _finite(score):
+            bad("score", f"must be a finite number, found {str(score)[:40]}")
         score = float(score)
     chunk_index = item.get("chunk_index")
     if chunk_index is not None and (not isinstance(chunk_index, int) or isinstance(chunk_index, bool)
@@ -283,7 +321,7 @@ def candidate(item, i: int, label: str, where: dict) -> tuple[Candidate, bool, l
         bad("permissions", "must be a list of strings")
     embedding = item.get("embedding")
     if embedding is not None and (not isinstance(embedding, list) or not all(
-            _number(x) and math.isfinite(x) for x in embedding)):
+            _number(x) and _finite(x) for x in embedding)):
         bad("embedding", "must be a list of finite numbers")
     strings = {}
     for f in ("doc_id", "title", "section", "date", "version", "source_type"):
@@ -292,14 +330,21 @@ def candidate(item, i: int, label: str, where: dict) -> tuple[Candidate, bool, l
             if _number(v) and f in ("doc_id", "version", "date"):
                 v = str(v)
             else:
-                bad(f, f"must be a string, found {type(v).__name__}")
+                bad(f, f"must be a string, found {json_type(v)}")
+        if isinstance(v, str) and _SURROGATE.search(v):
+            bad(f, "contains a lone surrogate (an escaped \\ud800-\\udfff), which is not valid Unicode")
         strings[f] = v or None
     metadata = item.get("metadata") or {}
     if not isinstance(metadata, dict):
         bad("metadata", "must be an object")
+    if not _all_finite(metadata):
+        bad("metadata", "holds a number that is not finite (NaN, Infinity or too large)")
     extra = [k for k in item if k not in _KNOWN and k != "tokens"]
     if extra:
         metadata = {**metadata, **{k: item[k] for k in extra}}
+        if not _all_finite(metadata):
+            bad(next(k for k in extra if not _all_finite(item[k])),
+                "holds a number that is not finite (NaN, Infinity or too large)")
     tokens = item.get("tokens")
     if not isinstance(tokens, int) or isinstance(tokens, bool):
         tokens = None  # recounted by the build anyway; kept so a trace reads back identical
@@ -311,15 +356,17 @@ def candidate(item, i: int, label: str, where: dict) -> tuple[Candidate, bool, l
 
 def _from_jsonl(text: str, source: str) -> Loaded:
     items, lines = [], []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a string
         if not line.strip():
             continue
         try:
             items.append(json.loads(line))
         except json.JSONDecodeError as err:
             raise InputError(f"not valid JSON: {err.msg} (column {err.colno})", source=source, line=n) from None
-        except (RecursionError, ValueError) as err:
-            raise InputError(f"not valid JSON: {type(err).__name__}", source=source, line=n) from None
+        except RecursionError:
+            raise InputError("JSON is nested too deeply to read", source=source, line=n) from None
+        except ValueError as err:  # e.g. an integer with more digits than Python converts
+            raise InputError(f"not valid JSON: {err}", source=source, line=n) from None
         lines.append(n)
     from .importers import detect_lines
 
@@ -333,18 +380,39 @@ def _from_jsonl(text: str, source: str) -> Loaded:
 _CSV_INT = ("chunk_index",)
 
 
+def _csv_rows(text: str, source: str) -> list[tuple[int, list[str]]]:
+    """Non-blank records with the line each starts on (a quoted cell may span lines)."""
+    csv.field_size_limit(MAX_BYTES)  # one cell may hold a whole (large) chunk
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    out, start = [], 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return out
+        except csv.Error as err:
+            why = "a quoted cell is never closed (unclosed quote)" if "end of data" in str(err) else str(err)
+            raise InputError(f"not valid CSV: {why}", source=source, row=start) from None
+        if any(cell.strip() for cell in row):
+            out.append((start, row))
+        start = reader.line_num + 1
+
+
 def _from_csv(text: str, source: str) -> Loaded:
-    try:
-        rows = list(csv.reader(io.StringIO(text, newline="")))
-    except csv.Error as err:
-        raise InputError(f"not valid CSV: {err}", source=source) from None
-    rows = [r for r in rows if any(cell.strip() for cell in r)]
-    header = [h.strip() for h in rows[0]]
+    rows = _csv_rows(text, source)
+    header = [h.strip() for h in rows[0][1]] if rows else []
+    if not any(header):
+        raise InputError("the CSV header is empty; the first line must name the columns (text at least)",
+                         source=source, line=1)
     if "text" not in header:
-        raise InputError(f"the CSV header has no 'text' column (found: {', '.join(header)[:200]})", source=source,
-                         line=1, field="text")
+        found = ", ".join(json.dumps(h, ensure_ascii=False) for h in header)[:200]
+        raise InputError(f"the CSV header has no 'text' column (found: {found})", source=source, line=1,
+                         field="text")
+    twice = sorted({h for h in header if h and header.count(h) > 1})
+    if twice:
+        raise InputError("the column appears twice in the header", source=source, line=1, field=twice[0])
     items, lines = [], []
-    for n, row in enumerate(rows[1:], 2):
+    for n, row in rows[1:]:
         if len(row) != len(header):
             raise InputError(f"has {len(row)} cells but the header has {len(header)}", source=source, row=n)
         item, metadata = {}, {}

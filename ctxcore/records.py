@@ -128,6 +128,8 @@ class Config:
         return dataclasses.replace(self, **changes)
 
 
+MAX_TOKENS = 100_000_000  # far beyond any model's window; larger numbers are typos or attacks
+
 _CHOICES = {
     "similarity": ("words", "shingles", "cosine"),
     "select": ("score", "density", "mmr"),
@@ -159,6 +161,9 @@ def _check_config(c: Config) -> None:
         object.__setattr__(c, "encoding", encoding)
     if not isinstance(c.encoding, str) or not c.encoding:
         bad("encoding", "must be an encoding name")
+    for name in ("window", "max_output", "budget", "max_chunk_tokens"):
+        if _is_int(getattr(c, name)) and getattr(c, name) > MAX_TOKENS:
+            bad(name, f"must be at most {MAX_TOKENS:,} tokens")
     for name in ("window", "max_output"):
         if not _is_int(getattr(c, name)) or getattr(c, name) < 0:
             bad(name, "must be a whole number of tokens, 0 or more")

@@ -68,6 +68,9 @@ def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
             raise InputError("missing from the trace", source=source, field=key)
     from .loaders import candidates_from_objects
 
+    for key in ("candidates", "decisions"):
+        if not isinstance(data[key], list):
+            raise InputError("must be a list", source=source, field=key)
     candidates = candidates_from_objects(data["candidates"], source=source, field="candidates")
     decisions = tuple(_record(Decision, d, source, f"decisions[{i}]") for i, d in enumerate(data["decisions"]))
     ids = [c.id for c in candidates]

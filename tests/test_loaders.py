@@ -36,7 +36,7 @@ def test_jsonl_errors_name_the_line(tmp_path):
     p.write_text('{"id": "a", "text": "x"}\n{"id": "b", "text": 5}\n')
     with pytest.raises(InputError) as err:
         load(p)
-    assert str(err.value) == f"{p}, line 2, field 'text': must be a string, found int"
+    assert str(err.value) == f"{p}, line 2, field 'text': must be a string, found a number"
 
 
 def test_csv_with_metadata_columns(tmp_path):
