@@ -15,17 +15,24 @@ import streamlit as st  # noqa: E402
 import ctxui  # noqa: E402
 
 st.set_page_config(page_title="Context construction debugger", page_icon=ctxui.favicon(), layout="wide")
-ctxui.init_state()
+ctxui.start_run()  # session state; on the first run, the link's scenario and settings (see ctxui, "shareable links")
 
 PAGES = [
     st.Page("pages/debugger.py", title="Debugger", icon=":material/bug_report:", default=True),
+    st.Page("pages/diagnose.py", title="Diagnose", icon=":material/troubleshoot:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+    st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
     st.Page("pages/budget.py", title="Budget calculator", icon=":material/calculate:"),
 ]
 
 page = st.navigation(PAGES, position="sidebar")
+share = st.sidebar.container()  # filled after the page ran, so the link shows its final settings
 try:
     page.run()
 except Exception as err:  # noqa: BLE001 - never a traceback on the page; the console keeps it
     logging.getLogger("ctxui").exception("page %s failed", page.title)
     st.error(ctxui.md_escape(f"Something went wrong on this page — {ctxui.one_line(err)}"),
              icon=":material/error:")
+finally:  # also after st.stop(): the address bar and the share box follow every change
+    ctxui.sync_url()
+    ctxui.share_box(share)

@@ -16,12 +16,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import difflib
 import html
 import json
+import logging
+import math
 import re
 import string
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import quote, urlencode, urlsplit
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -71,7 +75,8 @@ ORDER_HELP = {
 SELECT_HELP = {"score": "greedy by score", "density": "greedy by score per token", "mmr": "maximal marginal relevance"}
 
 # Values a switched-off control falls back to when it is switched on again.
-OFF_VALUES = {"budget": 1000, "min_score": 0.5, "near_dup": 0.8, "label_overhead": 10, "max_chunk_tokens": 200}
+OFF_VALUES = {"budget": 1000, "min_score": 0.5, "near_dup": 0.8, "label_overhead": 10, "max_chunk_tokens": 200,
+              "max_passages": 10}
 # Slider ranges; a file value outside them is clamped (and the page says so).
 SLIDER_RANGES = {"safety": (0.0, 0.9), "history_share": (0.0, 1.0), "near_dup": (0.01, 1.0), "mmr_lambda": (0.0, 1.0)}
 
@@ -149,6 +154,9 @@ def controls_from_config(cfg: dict) -> tuple[dict, list[str]]:
         "merge_adjacent": bool(c["merge_adjacent"]),
         "prefer_newest": bool(c["prefer_newest"]),
         "caller": c["caller"] or "",
+        "max_passages_on": c["max_passages"] is not None,
+        "max_passages": (int(c["max_passages"]) if c["max_passages"] is not None
+                         else OFF_VALUES["max_passages"]),
     }
     for name, (lo, hi) in SLIDER_RANGES.items():
         if not lo <= out[name] <= hi:
@@ -185,6 +193,7 @@ def config_from_controls(v: dict) -> dict:
         "label_overhead": "auto" if v["label_auto"] else v["label_overhead"],
         "compress": v["compress"],
         "max_chunk_tokens": v["max_chunk_tokens"] if v["max_chunk_on"] else None,
+        "max_passages": v["max_passages"] if v["max_passages_on"] else None,
     }
 
 
@@ -210,8 +219,25 @@ def favicon():
     return img
 
 
+def _leave_pages_directory_mode() -> None:
+    """Make sure app.py (and its st.navigation) runs, also when the first visit is a deep link.
+
+    A fresh server treats ``pages/`` as an old-style pages directory until st.navigation has run once, so
+    the first session opened on ``/compare?…`` would run that file alone (no app.py: no link reading, no
+    navigation titles). Switch that mode off and rerun: app.py then runs and picks the same page.
+    (AppTest resets the mode before every run and keeps the page itself; it is left alone there.)"""
+    from streamlit import config
+    from streamlit.runtime.pages_manager import PagesManager
+
+    # (config.get_option, not st.get_option: AppTest patches the former only)
+    if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def init_state() -> None:
     """Called by app.py on every run: make sure our own keys exist."""
+    _leave_pages_directory_mode()
     ss = st.session_state
     if STORE not in ss:
         ss[STORE] = {**DEFAULT_CONTROLS, **PAGE_DEFAULTS}
@@ -233,16 +259,26 @@ def apply_controls(values: dict) -> None:
         if field in values:
             # Forget the widget's own value (on every page); ``bound`` re-seeds it from the store.
             st.session_state.pop(wkey, None)
+    sync_url()
 
 
 def bound(widget, field: str, wkey: str, *args, **kwargs):
     """Render ``widget`` bound to store[field]: seeded from the store, written back to it."""
     BINDINGS[wkey] = field
     s = store()
+    # A widget key used on several pages (the sidebar's) keeps the value of the page it was last shown on,
+    # but Streamlit 1.67 gives the widget on another page its default instead: re-seed it from the store.
+    where = st.session_state.setdefault("ctx.bound_page", {})
+    page = _page_hash()
+    if where.get(wkey) != page:
+        st.session_state.pop(wkey, None)
+        where[wkey] = page
     if wkey not in st.session_state:
         st.session_state[wkey] = s[field]
     value = widget(*args, key=wkey, **kwargs)
-    s[field] = value
+    if s.get(field) != value:
+        s[field] = value
+        sync_url()
     return value
 
 
@@ -334,17 +370,23 @@ def _pieces(encoding: str, text: str) -> list[str]:
 # --------------------------------------------------------------------------- input section (debugger)
 
 def _use(key: str, loaded: Loaded, *, sample: Optional[str]) -> None:
+    init_state()  # first: it may rerun the script (see _leave_pages_directory_mode), so before any change
     ss = st.session_state
     ss["ctx.loaded"], ss["ctx.key"], ss["ctx.sample"] = loaded, key, sample
     ss["ctx.load_error"], ss["ctx.notes"] = None, []
     if loaded.config or loaded.format == "trace":
         apply_config(loaded.settings().to_dict(), loaded.source)
     apply_controls({"query": loaded.query})
+    pending = ss.pop("ctx.link_pending", None)  # settings from a link that named no scenario (see read_link)
+    if pending:
+        apply_controls(pending)
     ss.pop("dbg.detail", None)
+    sync_url()
 
 
 def input_section() -> None:
     """Sample picker + uploader; keeps the last good Loaded in session state."""
+    init_state()
     ss = st.session_state
     samples = {p.name: p for p in sample_paths()}
     pick_col, up_col = st.columns(2)
@@ -524,6 +566,10 @@ def sidebar_controls() -> None:
                     help="; ".join(f"{k}: {v}" for k, v in SELECT_HELP.items()))
         bound(st.slider, "mmr_lambda", "dbg.mmr_lambda", "MMR λ (relevance vs. diversity)", min_value=0.0,
               max_value=1.0, step=0.01, disabled=sel != "mmr")
+        on = bound(st.toggle, "max_passages_on", "dbg.max_passages_on", "Limit the number of passages",
+                   help="On: at most this many passages are kept, even when the budget has room for more.")
+        bound(st.number_input, "max_passages", "dbg.max_passages", "Max passages", min_value=1, step=1,
+              disabled=not on)
         bound(st.selectbox, "order", "dbg.order", "Order", ["rank", "sandwich", "document", "original"],
               format_func=lambda x: f"{x} — {ORDER_HELP[x]}")
 
@@ -540,6 +586,7 @@ def sidebar_controls() -> None:
                   help="Candidates whose permissions do not include this caller are not_permitted.")
 
         st.button("Reset to defaults", on_click=reset_defaults, key="dbg.reset", width="stretch")
+    sync_url()
 
 
 # --------------------------------------------------------------------------- renderers
@@ -762,8 +809,8 @@ def prompt_map(trace: Trace, full_scale: bool = False) -> go.Figure:
     return fig
 
 
-def position_chart(trace: Trace) -> go.Figure:
-    """Kept passages: place in the prompt (x) against score (y)."""
+def position_chart(trace: Trace, highlight: Optional[str] = None, note: str = "") -> go.Figure:
+    """Kept passages: place in the prompt (x) against score (y); ``highlight`` rings one passage (by id)."""
     kept = trace.kept()
     cands = {c.id: c for c in trace.candidates}
     xs = [d.position for d in kept]
@@ -782,6 +829,14 @@ def position_chart(trace: Trace) -> go.Figure:
                    f"score {'unscored' if y is None else f'{y:.3f}'}<br>tokens {d.tokens}"
                    for d, y in zip(kept, ys)],
         hoverinfo="text", name="kept"))
+    mark = [(x, y) for d, x, y in zip(kept, xs, ys) if d.id == highlight and y is not None]
+    if mark:
+        x, y = mark[0]
+        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", hoverinfo="skip", name="highlight",
+                                 marker=dict(size=34, symbol="circle-open", color="#c62828", line=dict(width=3))))
+        if note:
+            fig.add_annotation(x=x, y=y, text=esc(note), showarrow=True, arrowhead=2, ax=0, ay=46,
+                               font=dict(color="#c62828"), arrowcolor="#c62828")
     known = [y for y in ys if y is not None]
     lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
     pad = max(hi - lo, 0.1) * 0.2
@@ -862,3 +917,536 @@ def budget_waterfall(b) -> go.Figure:
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=20, b=10), yaxis=dict(title="tokens"),
                       showlegend=False)
     return fig
+
+
+# --------------------------------------------------------------------------- samples outside the debugger
+
+def sample_path(name: Any) -> Optional[Path]:
+    """The sample file a link or a page names: its stem (``01_duplicates_crowd_out``) or file name."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    wanted = name.strip()
+    for path in sample_paths():
+        if wanted in (path.name, path.stem):
+            return path
+    return None
+
+
+def use_sample(path: Path) -> bool:
+    """Load a sample scenario as the current input (as the debugger's picker does); False on failure."""
+    try:
+        key, loaded = load_bytes(path.name, path.read_bytes())
+    except InputError as err:
+        st.session_state["ctx.load_error"] = str(err)
+        return False
+    _use(key, loaded, sample=path.name)
+    return True
+
+
+def ensure_loaded() -> Optional[Loaded]:
+    """The current input; when nothing is loaded yet, the first sample scenario (as on the debugger)."""
+    init_state()
+    ss = st.session_state
+    if ss.get("ctx.loaded") is None:
+        paths = sample_paths()
+        if paths:
+            use_sample(paths[0])
+    return ss.get("ctx.loaded")
+
+
+def load_named_sample(name: str) -> tuple[str, Loaded]:
+    """(cache key, Loaded) of a sample by stem or file name, without making it the current input."""
+    path = sample_path(name)
+    if path is None:
+        raise InputError(f"no sample scenario named {name!r}", source="sample_data")
+    return load_bytes(path.name, path.read_bytes())
+
+
+def scenario_info(loaded: Loaded) -> dict:
+    """The scenario block of a sample file (title, what_goes_wrong, what_fixes_it, naive_config, expect)."""
+    return _scenario(loaded)
+
+
+# --------------------------------------------------------------------------- shareable links
+# The scenario and every setting travel in the URL's query string: read once when a session opens
+# (read_link), rewritten whenever something changes (sync_url). The scheme is in link_params' docstring.
+
+LINK_PAGE_KEYS = {"step", "lv", "a", "b"}
+MAX_TOKENS = 10_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkParam:
+    """One link parameter: the store field it sets, how to read and write it, and its valid range."""
+
+    key: str
+    field: str                      # store field holding the value
+    kind: str                       # int | float | bool | choice | tokenizer | text | list
+    config: Optional[str] = None    # the Config field it feeds (to name a parameter in a settings error)
+    lo: Optional[float] = None
+    hi: Optional[float] = None
+    options: tuple = ()
+    switch: Optional[str] = None    # store field of the on/off toggle that goes with the value
+    word: str = "off"               # the word standing for the toggle's state ``word_state``
+    word_state: bool = False
+
+    def encode(self, values: dict) -> str:
+        if self.switch and bool(values.get(self.switch)) == self.word_state:
+            return self.word
+        v = values.get(self.field)
+        if self.kind == "bool":
+            return "1" if v else "0"
+        if self.kind == "float":
+            text = repr(float(v))
+            return text[:-2] if text.endswith(".0") else text
+        if self.kind == "int":
+            return str(int(v))
+        if self.kind == "list":
+            return ",".join(v or [])
+        return "" if v is None else str(v)
+
+    def decode(self, text: str) -> dict:
+        """Store updates for ``text``; ValueError (saying what is allowed) when it is not valid."""
+        text = str(text).strip()
+        if self.switch and text.lower() == self.word:
+            return {self.switch: self.word_state}
+        value = self._value(text)
+        return {self.switch: not self.word_state, self.field: value} if self.switch else {self.field: value}
+
+    def _allowed(self) -> str:
+        prefix = f"'{self.word}' or " if self.switch else ""
+        if self.kind == "int":
+            return f"{prefix}a whole number from {self.lo:,.0f} to {self.hi:,.0f}"
+        if self.kind == "float":
+            return f"{prefix}a number from {self.lo:g} to {self.hi:g}"
+        if self.kind == "bool":
+            return "1 or 0"
+        if self.kind in ("choice", "list"):
+            return ("one of " if self.kind == "choice" else "a comma-separated list of ") + ", ".join(self.options)
+        if self.kind == "tokenizer":
+            return "an encoding (" + ", ".join(ctxcore.ENCODINGS) + ") or a known model name"
+        return f"text of at most {self.hi:,.0f} characters"
+
+    def _value(self, text: str):
+        bad = ValueError(f"must be {self._allowed()}")
+        if self.kind == "int":
+            if not re.fullmatch(r"[+-]?\d{1,12}", text):
+                raise bad
+            value = int(text)
+        elif self.kind == "float":
+            try:
+                value = float(text)
+            except ValueError:
+                raise bad from None
+            if not math.isfinite(value):
+                raise bad
+        elif self.kind == "bool":
+            low = text.lower()
+            if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise bad
+            return low in ("1", "true", "yes", "on")
+        elif self.kind == "choice":
+            if text not in self.options:
+                raise bad
+            return text
+        elif self.kind == "list":
+            items = [t.strip() for t in text.split(",") if t.strip()]
+            if any(t not in self.options for t in items):
+                raise bad
+            return items
+        elif self.kind == "tokenizer":
+            if text not in ctxcore.ENCODINGS:
+                try:
+                    ctxcore.encoding_for_model(text)
+                except KeyError:
+                    raise bad from None
+            return text
+        else:  # text
+            if len(text) > self.hi:
+                raise bad
+            return text
+        if not self.lo <= value <= self.hi:
+            raise bad
+        return value
+
+
+LINK_PARAMS: tuple[LinkParam, ...] = (
+    LinkParam("tok", "tokenizer", "tokenizer", "encoding"),
+    LinkParam("win", "window", "int", "window", 1, MAX_TOKENS),
+    LinkParam("out", "max_output", "int", "max_output", 0, MAX_TOKENS),
+    LinkParam("safety", "safety", "float", "safety", *SLIDER_RANGES["safety"]),
+    LinkParam("hist", "history_share", "float", "history_share", *SLIDER_RANGES["history_share"]),
+    LinkParam("budget", "budget", "int", "budget", 0, MAX_TOKENS, switch="budget_on"),
+    LinkParam("min", "min_score", "float", "min_score", -1e9, 1e9, switch="min_score_on"),
+    LinkParam("nd", "near_dup", "float", "near_dup", *SLIDER_RANGES["near_dup"], switch="near_dup_on"),
+    LinkParam("sim", "similarity", "choice", "similarity", options=("words", "shingles", "cosine")),
+    LinkParam("newest", "prefer_newest", "bool", "prefer_newest"),
+    LinkParam("sel", "select", "choice", "select", options=tuple(SELECT_HELP)),
+    LinkParam("lam", "mmr_lambda", "float", "mmr_lambda", *SLIDER_RANGES["mmr_lambda"]),
+    LinkParam("order", "order", "choice", "order", options=tuple(ORDER_HELP)),
+    LinkParam("maxp", "max_passages", "int", "max_passages", 1, 100_000, switch="max_passages_on"),
+    LinkParam("label", "label_overhead", "int", "label_overhead", 0, 100_000, switch="label_auto", word="auto",
+              word_state=True),
+    LinkParam("comp", "compress", "bool", "compress"),
+    LinkParam("cap", "max_chunk_tokens", "int", "max_chunk_tokens", 1, MAX_TOKENS, switch="max_chunk_on"),
+    LinkParam("merge", "merge_adjacent", "bool", "merge_adjacent"),
+    LinkParam("caller", "caller", "text", "caller", hi=200),
+    LinkParam("fixed", "fixed", "int", None, 0, MAX_TOKENS),
+    LinkParam("q", "query", "text", None, hi=4000),
+    LinkParam("fates", "fates", "list", None, options=tuple(ctxcore.FATES)),
+)
+LINK_BY_KEY = {p.key: p for p in LINK_PARAMS}
+
+
+def _link_base() -> tuple[dict, Optional[str]]:
+    """The values a link is written against, and the scenario stem (None for an upload or nothing loaded)."""
+    ss = st.session_state
+    loaded, sample = ss.get("ctx.loaded"), ss.get("ctx.sample")
+    base = {**DEFAULT_CONTROLS, **PAGE_DEFAULTS}
+    if loaded is None or not sample:
+        return base, None
+    try:
+        file_controls, _ = controls_from_config({**DEFAULTS, **loaded.settings().to_dict()})
+    except InputError:
+        file_controls = {}
+    return {**base, **file_controls, "query": loaded.query}, Path(sample).stem
+
+
+def link_params() -> dict[str, str]:
+    """The query parameters that reproduce the current view: the scenario, the settings that differ from the
+    starting point, and the shown page's own parameters.
+
+    The keys of ``st.query_params`` are short to keep links short. The starting point is the scenario file's
+    own settings when ``scenario`` is given, else the engine defaults. Booleans are 1/0; "off" switches an
+    optional setting off. A bad value is named in one warning and its default is used.
+
+      scenario  sample file, by stem: 01_duplicates_crowd_out (omitted for an uploaded file: the link then
+                carries the settings only)
+      tok       tokenizer: an encoding (cl100k_base, o200k_base) or a model name (gpt-4o, …)
+      win       context window (tokens)              out     max output reserved for the answer (tokens)
+      safety    safety margin, 0–0.9                 hist    history share, 0–1
+      budget    direct docs budget (tokens) or off   fixed   fixed-block tokens on the budget page
+      min       minimum score, or off                nd      near-duplicate threshold 0.01–1, or off
+      sim       similarity: words | shingles | cosine
+      newest    prefer the newest version (drop stale), 1/0
+      sel       selection: score | density | mmr     lam     MMR λ, 0–1
+      order     rank | sandwich | document | original
+      maxp      max passages, or off                 label   label overhead per passage (tokens) or auto
+      comp      compress, 1/0                        cap     max tokens per chunk, or off
+      merge     merge adjacent chunks, 1/0           caller  caller name for permissions
+      q         the question, when it was edited (scenario links only)
+      fates     the debugger's fate filter, comma-separated
+    Page parameters (only on their page): learn: step (1…n), lv (the step's control value);
+    compare: a, b (naive | recommended | file | failure | sidebar | defaults).
+    """
+    s = store()
+    base, scenario = _link_base()
+    params = {"scenario": scenario} if scenario else {}
+    for p in LINK_PARAMS:
+        if p.key == "q" and not scenario:
+            continue  # an uploaded file's question travels with the file, not the link
+        value = p.encode(s)
+        if value != p.encode(base):
+            params[p.key] = value
+    if st.session_state.get("ctx.page_params_page") == _page_hash():
+        params.update(st.session_state.get("ctx.page_params") or {})
+    return params
+
+
+def _page_hash() -> Optional[str]:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.page_script_hash if ctx is not None else None
+
+
+def set_page_params(params: dict) -> None:
+    """A page's own link parameters (e.g. the learn step): in the link while that page is shown."""
+    st.session_state["ctx.page_params"] = {k: str(v) for k, v in params.items() if v is not None}
+    st.session_state["ctx.page_params_page"] = _page_hash()
+    sync_url()
+
+
+def link_page_param(key: str) -> Optional[str]:
+    """A page parameter the opening link carried; returned once, then forgotten (the page keeps its own state)."""
+    return (st.session_state.get("ctx.link_page") or {}).pop(key, None)
+
+
+def link_warning(problems: list[str]) -> None:
+    if problems:
+        st.warning(md_escape("This link has " + ("a parameter" if len(problems) == 1 else "parameters")
+                             + " that could not be used, so the default is shown instead: " + "; ".join(problems)
+                             + "."), icon=":material/link_off:")
+
+
+def start_run() -> None:
+    """Called by app.py at the top of every run: state, and on the session's first run the opening link."""
+    init_state()
+    ss = st.session_state
+    if not ss.get("ctx.link_read"):
+        ss["ctx.link_read"] = True
+        read_link()
+
+
+def read_link() -> None:
+    """Apply the link the session was opened with: select its scenario, set its settings (defaults for bad ones)."""
+    ss = st.session_state
+    try:
+        raw = {k: st.query_params.get(k) for k in st.query_params}
+    except Exception:  # noqa: BLE001 - no query string to read
+        raw = {}
+    if not raw:
+        return
+    problems: list[str] = []
+    scenario = raw.pop("scenario", None)
+    found = False
+    if scenario is not None:
+        path = sample_path(scenario)
+        if path is None:
+            names = ", ".join(p.stem for p in sample_paths())
+            problems.append(f"scenario={scenario!r} is not a sample scenario (known: {names})")
+        else:
+            found = use_sample(path)
+    ss["ctx.link_page"] = {k: raw.pop(k) for k in list(raw) if k in LINK_PAGE_KEYS}
+    unknown = sorted(k for k in raw if k not in LINK_BY_KEY)
+    if unknown:
+        problems.append("unknown " + ", ".join(f"{k}={raw[k]!r}" for k in unknown) + " (ignored)")
+    used: dict[str, dict] = {}
+    for key, text in raw.items():
+        p = LINK_BY_KEY.get(key)
+        if p is None:
+            continue
+        try:
+            used[key] = p.decode(text)
+        except ValueError as err:
+            problems.append(f"{key}={text!r} {err}")
+    # settings that are valid one by one but not together (e.g. win not above out): name them, drop them
+    for _ in range(len(used) + 1):
+        updates = {k: v for upd in used.values() for k, v in upd.items()}
+        try:
+            Config.from_dict(config_from_controls({**store(), **updates}), source="link")
+            break
+        except InputError as err:
+            bad = [k for k in used if LINK_BY_KEY[k].config == err.field] or list(used)
+            for k in bad:
+                problems.append(f"{k}={raw[k]!r}: {err.message}")
+                used.pop(k)
+    updates = {k: v for upd in used.values() for k, v in upd.items()}
+    apply_controls(updates)
+    if updates and not found:
+        # No scenario: the settings are against the engine defaults and must survive the first load.
+        keep = {k: store()[k] for k in DEFAULT_CONTROLS}
+        if "query" in updates:
+            keep["query"] = updates["query"]
+        ss["ctx.link_pending"] = keep
+    link_warning(problems)
+
+
+def sync_url() -> None:
+    """Keep the address bar equal to the current view.
+
+    Called whenever the store, the input or a page parameter changes, and by app.py after the page ran (AppTest
+    in Streamlit 1.67 re-runs only the page file after the first run, so the calls here are what keep it
+    updated there)."""
+    params = link_params()
+    try:
+        if st.query_params.to_dict() != params:
+            st.query_params.from_dict(params)
+    except Exception:  # noqa: BLE001 - the page already rendered; a URL update must never break it
+        pass
+
+
+def link_text(params: Optional[dict] = None) -> tuple[str, bool]:
+    """(the shareable link, whether it is absolute). Relative (``?…``) when the app's URL is unknown."""
+    params = link_params() if params is None else params
+    query = urlencode(params, quote_via=quote, safe=",")
+    try:
+        base = st.context.url
+    except Exception:  # noqa: BLE001
+        base = None
+    if base:
+        if not urlsplit(base).path:
+            base += "/"
+        return base + (f"?{query}" if query else ""), True
+    return f"?{query}", False
+
+
+def share_box(where) -> None:
+    """The "copy link" affordance: the full link to this view in a copyable code box."""
+    try:
+        link, absolute = link_text()
+    except Exception:  # noqa: BLE001 - never let the share box break a page
+        logging.getLogger("ctxui").exception("share link failed")
+        return
+    ss = st.session_state
+    upload = ss.get("ctx.loaded") is not None and not ss.get("ctx.sample")
+    with where.expander("Share this view", icon=":material/link:"):
+        st.code(link, language=None, wrap_lines=True)
+        st.caption("Copy it with the button in the box. It opens this page with the same scenario and settings."
+                   if absolute else "Add this to the app's address (its URL is not known here) to open this page "
+                   "with the same scenario and settings.")
+        if upload:
+            st.caption("The input is an uploaded file, which cannot travel in a link: the link carries the "
+                       "settings only; upload the same file after opening it.")
+
+
+# --------------------------------------------------------------------------- comparing two builds
+
+PRESET_LABELS = {
+    "naive": "Naive preset",
+    "recommended": "Recommended preset",
+    "file": "File's settings",
+    "failure": "Scenario's failure settings",
+    "sidebar": "Current sidebar settings",
+    "defaults": "Engine defaults",
+}
+PRESET_HELP = {
+    "naive": "The file's settings with the naive preset on top: no near-dedup, no threshold, no stale filter, "
+             "greedy by score, retrieval order, at most 10 passages.",
+    "recommended": "The file's settings with the recommended preset on top: near-dedup 0.8, newest versions, "
+                   "sandwich order.",
+    "file": "The settings the file carries.",
+    "failure": "The settings the scenario gives for its failure (its naive_config).",
+    "sidebar": "Whatever the sidebar controls are set to now.",
+    "defaults": "The engine's defaults, ignoring the file's settings.",
+}
+
+
+def preset_options(loaded: Loaded) -> list[str]:
+    opts = ["naive", "recommended", "file", "sidebar", "defaults"]
+    if isinstance(_scenario(loaded).get("naive_config"), dict):
+        opts.insert(3, "failure")
+    return opts
+
+
+def preset_config(name: str, loaded: Loaded) -> Config:
+    """The Config a preset stands for on this input; raises InputError."""
+    if name in ctxcore.PRESETS:
+        return loaded.settings(**ctxcore.PRESETS[name])
+    if name == "file":
+        return loaded.settings()
+    if name == "failure":
+        return Config.from_dict({**DEFAULTS, **_scenario(loaded)["naive_config"]}, source=loaded.source)
+    if name == "sidebar":
+        return current_config()
+    return Config()
+
+
+def fate_changes(a: Trace, b: Trace) -> pd.DataFrame:
+    """Candidates whose fate differs between two builds of the same input, in input order."""
+    fb = {d.id: d for d in b.decisions}
+    rows = [{"id": d.id, "fate_a": d.fate, "fate_b": fb[d.id].fate, "why_a": d.reason, "why_b": fb[d.id].reason}
+            for d in a.decisions if d.id in fb and fb[d.id].fate != d.fate]
+    return pd.DataFrame(rows, columns=["id", "fate_a", "fate_b", "why_a", "why_b"])
+
+
+def moved_passages(a: Trace, b: Trace) -> pd.DataFrame:
+    """Passages kept by both builds whose place in the prompt differs."""
+    pb = {d.id: d for d in b.kept()}
+    rows = [{"id": d.id, "position_a": d.position, "position_b": pb[d.id].position, "label_a": d.label,
+             "label_b": pb[d.id].label} for d in a.kept() if d.id in pb and pb[d.id].position != d.position]
+    return pd.DataFrame(rows, columns=["id", "position_a", "position_b", "label_a", "label_b"])
+
+
+def changes_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:
+    """The fate-changes frame with the two sides' names as column titles."""
+    a, b = names
+    cfg = {
+        "id": st.column_config.TextColumn("id", width="medium"),
+        "fate_a": st.column_config.TextColumn(f"fate {a}"),
+        "fate_b": st.column_config.TextColumn(f"fate {b}"),
+        "why_a": st.column_config.TextColumn(f"why {a}", width="large"),
+        "why_b": st.column_config.TextColumn(f"why {b}", width="large"),
+    }
+    st.dataframe(df.style.map(_fate_style, subset=["fate_a", "fate_b"]), column_config=cfg, hide_index=True,
+                 width="stretch", height=min(38 + 35 * max(len(df), 1), 420), key=key)
+
+
+def moved_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:
+    a, b = names
+    st.dataframe(df, hide_index=True, width="stretch", key=key, column_config={
+        "id": st.column_config.TextColumn("id", width="medium"),
+        "position_a": st.column_config.NumberColumn(f"position {a}"),
+        "position_b": st.column_config.NumberColumn(f"position {b}"),
+        "label_a": st.column_config.TextColumn(f"label {a}"),
+        "label_b": st.column_config.TextColumn(f"label {b}"),
+    })
+
+
+def totals_frame(traces: dict[str, Trace]) -> pd.DataFrame:
+    """Headline numbers of several builds side by side (one column per build) with the change B − A."""
+    seen = {f for t in traces.values() for f, n in t.fate_counts().items() if n and f != "kept"}
+
+    def row(t: Trace) -> dict:
+        counts = t.fate_counts()
+        out = {"kept": counts.get("kept", 0), "dropped": len(t.decisions) - counts.get("kept", 0)}
+        out.update({f"· {f}": counts.get(f, 0) for f in ctxcore.FATES if f in seen})
+        out.update({"evidence tokens": ctxcore.evidence_cost(t), "docs budget": t.budget.docs,
+                    "prompt tokens": t.prompt.tokens, "safe input": t.budget.safe_input})
+        return out
+    cols = {name: row(t) for name, t in traces.items()}
+    df = pd.DataFrame(cols)
+    if len(cols) == 2:
+        first, second = list(cols)
+        df["change"] = df[second] - df[first]
+    df.index.name = "number"
+    return df.reset_index()
+
+
+def settings_changes(a: Config, b: Config) -> pd.DataFrame:
+    da, db = a.to_dict(), b.to_dict()
+    rows = [{"setting": k, "A": json.dumps(da[k]), "B": json.dumps(db[k])} for k in da if da[k] != db[k]]
+    return pd.DataFrame(rows, columns=["setting", "A", "B"])
+
+
+def prompt_diff(a: str, b: str, names: tuple[str, str] = ("A", "B"), context: int = 2) -> str:
+    """A unified diff of two prompts, line by line (shown with st.code, never as markup)."""
+    lines = difflib.unified_diff(a.splitlines(), b.splitlines(), fromfile=f"prompt {names[0]}",
+                                 tofile=f"prompt {names[1]}", lineterm="", n=context)
+    return "\n".join(lines)
+
+
+def side_metrics(trace: Trace) -> None:
+    """The headline numbers for one side of a comparison (two by two, to fit half a page)."""
+    counts = trace.fate_counts()
+    kept = counts.get("kept", 0)
+    b = trace.budget
+    top = st.columns(2)
+    top[0].metric("Kept", kept, border=True, help=ctxcore.FATE_MEANINGS["kept"])
+    top[1].metric("Dropped", len(trace.decisions) - kept, border=True)
+    bottom = st.columns(2)
+    bottom[0].metric("Evidence / docs budget", f"{ctxcore.evidence_cost(trace):,} / {b.docs:,}", border=True,
+                     help="Docs-budget tokens the kept passages use (text plus label lines), against the docs "
+                          "budget.")
+    bottom[1].metric("Prompt / safe input", f"{trace.prompt.tokens:,} / {b.safe_input:,}", border=True,
+                     help="Tokens of the whole final prompt, against the safe input.")
+    fate_badges(counts)
+    if trace.abstain:
+        st.caption("No passage reached the prompt: the model is told to abstain.")
+
+
+def fate_badges(counts: dict) -> None:
+    dropped = [(f, n) for f, n in counts.items() if f != "kept" and n]
+    if dropped:
+        with st.container(horizontal=True, gap="small"):
+            for fate, n in dropped:
+                st.badge(md_escape(f"{fate}: {n}"), color=FATE_BADGES.get(fate, "gray"),
+                         help=ctxcore.FATE_MEANINGS.get(fate, ""))
+    else:
+        st.badge("nothing dropped", color="green")
+
+
+def fate_style(value: str) -> str:
+    """Pandas Styler CSS for a fate cell (its colour)."""
+    return _fate_style(value)
+
+
+def block_pieces(trace: Trace, block_index: int) -> list[str]:
+    """The tokens of one block of the prompt, as text pieces."""
+    b = trace.blocks[block_index]
+    return _pieces(trace.tokenizer.encoding, trace.prompt.text)[b.start_token:b.end_token]
+
+
+def block_text(trace: Trace, block_index: int) -> str:
+    """The exact prompt text of one block (from its token range)."""
+    return "".join(block_pieces(trace, block_index))

@@ -7,6 +7,7 @@ Skipped (with the reason printed) when chromium is not installed, except under C
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -32,7 +33,8 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 WAIT = 30_000  # ms, for every wait on the page
-PAGE_TITLES = {"debugger.py": "Debugger", "budget.py": "Budget calculator"}
+PAGE_TITLES = {"debugger.py": "Debugger", "budget.py": "Budget calculator", "compare.py": "Compare",
+               "learn.py": "Learn"}
 HEADINGS = {"Debugger": "Context construction debugger"}  # page title -> its h1, where they differ
 
 
@@ -43,8 +45,9 @@ def _unavailable(reason: str):
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def server():
+@contextlib.contextmanager
+def running_app():
+    """``streamlit run app.py`` on a free port; yields its base URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -79,6 +82,12 @@ def server():
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running_app() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +186,7 @@ def test_landing_page_shows_the_first_sample_and_every_page_once(page):
         page.locator('[data-testid="stSidebarNav"] a', has_text=title).click()
         heading = page.locator("h1", has_text=re.compile(re.escape(HEADINGS.get(title, title)), re.I))
         expect(heading).to_be_visible(timeout=WAIT)
-        wait_metrics(page)
+        wait_idle(page)  # not every page has headline metrics (diagnose starts with findings)
         assert page.locator('[data-testid="stException"]').count() == 0, title
         assert page.locator('[data-testid="stAlertContentError"]').count() == 0, title
 
@@ -246,3 +255,94 @@ def test_downloaded_trace_uploads_to_the_same_view(page):
     caption(page, "logged trace as recorded")
     assert metrics(page) == before
     assert prompt_text(page) == prompt
+
+
+# --------------------------------------------------------------------------- shareable links, compare, learn
+
+LINK = "scenario=04_stale_policy&budget=200&nd=0.9&newest=0&order=original"  # in the order the app writes them
+
+
+def _open(browser, url: str, height: int = 1000):
+    context = browser.new_context(viewport={"width": 1440, "height": height})
+    pg = context.new_page()
+    pg.set_default_timeout(WAIT)
+    pg.goto(url)
+    wait_metrics(pg)
+    return context, pg
+
+
+def _share_link(pg) -> str:
+    pg.locator('[data-testid="stSidebar"]').get_by_text("Share this view").click()
+    code = pg.locator('[data-testid="stSidebar"] [data-testid="stCode"] code').first
+    code.wait_for()
+    return code.inner_text().strip()
+
+
+def test_a_shared_link_reproduces_the_view(browser, server):
+    context, pg = _open(browser, f"{server}/?{LINK}")
+    try:
+        caption(pg, "04_stale_policy.json · 6 candidates")
+        loaded = ctxcore.load(ROOT / "sample_data" / "04_stale_policy.json")
+        want = loaded.build(loaded.settings(budget=200, prefer_newest=False, order="original", near_dup=0.9))
+        shown = metrics(pg)
+        assert shown["Kept"] == str(want.fate_counts()["kept"])
+        assert shown["Evidence tokens / docs budget"] == f"{ctxcore.evidence_cost(want):,} / 200"
+        assert shown["Prompt tokens / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
+        assert pg.url.endswith(f"/?{LINK}")  # the address keeps exactly the non-default settings
+        assert _share_link(pg) == f"{server}/?{LINK}"
+        # a control change is written into the address at once
+        pg.locator('[data-testid="stSidebar"]').get_by_text("Direct docs budget").click()
+        caption(pg, "(from the split)")
+        pg.wait_for_function("() => location.search.includes('budget=off')", timeout=WAIT)
+        assert pg.locator('[data-testid="stException"]').count() == 0
+    finally:
+        context.close()
+
+
+def test_deep_links_work_on_a_fresh_server_and_pictures(browser):
+    """The first visit of a new server can be a link to a page other than the debugger."""
+    from playwright.sync_api import expect
+
+    with running_app() as url:
+        context, pg = _open(browser, f"{url}/learn?step=5", height=1500)
+        try:
+            expect(pg.locator("h1", has_text="Learn")).to_be_visible()
+            expect(pg.locator('[data-testid="stProgress"]', has_text="Step 5 of")).to_be_visible()
+            links = [t.strip().splitlines()[-1].strip()
+                     for t in pg.locator('[data-testid="stSidebarNav"] a').all_inner_texts()]
+            assert "Debugger" in links and "Compare" in links, links  # the app's navigation, not bare file names
+            assert "step=5" in pg.url
+            pg.get_by_role("button", name="Next").click()
+            expect(pg.locator('[data-testid="stProgress"]', has_text="Step 6 of")).to_be_visible()
+            pg.wait_for_function("() => location.search.includes('step=6')", timeout=WAIT)
+
+            pg.goto(f"{url}/learn?step=9")
+            expect(pg.locator('[data-testid="stProgress"]', has_text="Step 9 of")).to_be_visible()
+            wait_metrics(pg)
+            pg.locator(".js-plotly-plot").nth(1).wait_for()
+            pg.wait_for_timeout(800)
+            (ROOT / "docs").mkdir(exist_ok=True)
+            pg.screenshot(path=str(ROOT / "docs" / "learn.png"))
+
+            pg.set_viewport_size({"width": 1440, "height": 2000})
+            pg.goto(f"{url}/compare?scenario=01_duplicates_crowd_out")
+            expect(pg.locator("h1", has_text="Compare")).to_be_visible()
+            wait_metrics(pg)
+            expect(pg.get_by_text("5 of 10 candidates end differently")).to_be_visible()
+            kept = [m for label, m in _metric_pairs(pg) if label == "Kept"]
+            loaded = ctxcore.load(ROOT / "sample_data" / "01_duplicates_crowd_out.json")
+            want = [loaded.build(loaded.settings(**ctxcore.PRESETS[p])).fate_counts()["kept"]
+                    for p in ("naive", "recommended")]
+            assert kept == [str(k) for k in want]
+            pg.locator(".js-plotly-plot").nth(1).wait_for()
+            pg.wait_for_timeout(800)
+            pg.screenshot(path=str(ROOT / "docs" / "compare.png"))
+            assert pg.locator('[data-testid="stException"]').count() == 0
+        finally:
+            context.close()
+
+
+def _metric_pairs(pg) -> list[tuple[str, str]]:
+    return pg.evaluate("""() => [...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
+        m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
+        m.querySelector('[data-testid="stMetricValue"]').innerText.trim()])""")

@@ -1,0 +1,106 @@
+"""Compare: the same input under two settings, side by side, and exactly what changed between them."""
+
+import streamlit as st
+
+import ctxcore
+import ctxui
+
+st.title("Compare two settings side by side", anchor=False)
+st.caption("The input loaded in the debugger (or the first sample scenario), built twice. "
+           "Every number and every fate on this page comes from the ctxcore engine.")
+
+loaded = ctxui.ensure_loaded()
+ctxui.sidebar_controls()
+if loaded is None:
+    st.info("No input yet: pick a sample scenario or upload a file on the Debugger page.")
+    st.stop()
+
+ss = st.session_state
+options = ctxui.preset_options(loaded)
+problems = []
+for side, default in (("a", "naive"), ("b", "recommended")):
+    wanted = ctxui.link_page_param(side)
+    if wanted is not None:
+        if wanted in options:
+            ss[f"cmp.{side}.choice"] = wanted
+            ss.pop(f"cmp.{side}", None)
+        else:
+            problems.append(f"{side}={wanted!r} must be one of {', '.join(options)}")
+    if ss.get(f"cmp.{side}.choice") not in options:
+        ss[f"cmp.{side}.choice"] = default
+ctxui.link_warning(problems)
+
+ctxui.scenario_header(loaded)
+if not ss.get("ctx.sample"):
+    st.caption("This input is an uploaded file: a link to this page carries the settings only.")
+query = ctxui.store()["query"]
+st.text(f"Question: {query}" if query else "Question: (none)")
+
+
+def side(name: str, column) -> tuple[str, object]:
+    """One side: its preset, its headline numbers and its prompt map; returns (label, trace or None)."""
+    with column:
+        wkey = f"cmp.{name}"
+        if wkey not in ss:  # the widget's own key is forgotten on other pages; the choice is kept apart
+            ss[wkey] = ss[f"cmp.{name}.choice"]
+        choice = st.selectbox(f"Settings {name.upper()}", options, key=wkey,
+                              format_func=lambda o: ctxui.PRESET_LABELS[o],
+                              help="; ".join(f"{ctxui.PRESET_LABELS[o]}: {ctxui.PRESET_HELP[o]}" for o in options))
+        ss[f"cmp.{name}.choice"] = choice
+        label = f"{name.upper()} ({ctxui.PRESET_LABELS[choice].lower()})"
+        try:
+            config = ctxui.preset_config(choice, loaded)
+            trace = ctxui.build_trace(ss["ctx.key"], loaded, config, query)
+        except (ctxcore.InputError, ctxcore.BuildError) as err:
+            st.error(ctxui.md_escape(str(err)), icon=":material/error:")
+            return label, None
+        ctxui.side_metrics(trace)
+        st.plotly_chart(ctxui.prompt_map(trace), width="stretch", key=f"cmp.map_{name}")
+        return label, trace
+
+
+left, right = st.columns(2, gap="large")
+name_a, trace_a = side("a", left)
+name_b, trace_b = side("b", right)
+ctxui.set_page_params({k: v for k, v in (("a", ss["cmp.a.choice"]), ("b", ss["cmp.b.choice"]))
+                       if v != {"a": "naive", "b": "recommended"}[k]})
+if trace_a is None or trace_b is None:
+    st.stop()
+st.session_state["cmp.traces"] = (trace_a, trace_b)  # for tests
+names = ("A", "B")
+
+st.subheader("Fates that differ", anchor=False)
+changes = ctxui.fate_changes(trace_a, trace_b)
+if len(changes):
+    st.caption(f"{len(changes)} of {len(trace_a.decisions)} candidates end differently under "
+               f"{name_a} and {name_b}.")
+    ctxui.changes_table(changes, names, key="cmp.changes")
+else:
+    st.caption("Every candidate has the same fate under both settings.")
+moved = ctxui.moved_passages(trace_a, trace_b)
+if len(moved):
+    st.caption(f"{len(moved)} passage{'s are' if len(moved) != 1 else ' is'} kept by both but "
+               f"sit{'' if len(moved) != 1 else 's'} at a different place in the prompt:")
+    ctxui.moved_table(moved, names, key="cmp.moved")
+
+totals_col, settings_col = st.columns([3, 2], gap="large")
+with totals_col:
+    st.subheader("Token totals", anchor=False)
+    totals = ctxui.totals_frame({"A": trace_a, "B": trace_b})
+    st.dataframe(totals, hide_index=True, width="stretch", key="cmp.totals", height=38 + 35 * len(totals))
+with settings_col:
+    st.subheader("Settings that differ", anchor=False)
+    diff = ctxui.settings_changes(trace_a.config, trace_b.config)
+    if len(diff):
+        st.dataframe(diff, hide_index=True, width="stretch", key="cmp.settings")
+    else:
+        st.caption("Both sides use the same settings.")
+
+st.subheader("The two prompts, line by line", anchor=False)
+if trace_a.prompt.text == trace_b.prompt.text:
+    st.caption("The two prompts are identical.")
+else:
+    st.caption("Lines starting with - are only in prompt A, lines starting with + only in prompt B "
+               "(a unified diff of the exact prompt text, two lines of context).")
+    st.code(ctxui.prompt_diff(trace_a.prompt.text, trace_b.prompt.text, names), language="diff",
+            wrap_lines=True, height=520)

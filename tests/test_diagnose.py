@@ -1,0 +1,86 @@
+"""Diagnosing a logged production trace: the CLI on every import format, and the diagnose page."""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import cli
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT / "tests" / "fixtures" / "traces"
+
+
+@pytest.mark.parametrize("name", ["phoenix_flat.jsonl", "phoenix_nested.json", "phoenix_noscores.json",
+                                  "phoenix_multi.jsonl", "phoenix_truncated_prompt.json", "langfuse_trace.json"])
+def test_build_explain_and_check_answer_accept_every_format(name):
+    path = TRACES / name
+    code, out, err = cli("build", path, "--format", "json")
+    assert code == 0, err
+    trace = json.loads(out)
+    assert trace["candidates"] and len(trace["decisions"]) == len(trace["candidates"])
+    code, out, err = cli("explain", path, "--format", "json")
+    assert code == 0, err
+    assert isinstance(json.loads(out), list)
+
+
+def test_explain_finds_the_cut_and_the_missing_passage_in_a_logged_prompt():
+    code, out, _ = cli("explain", TRACES / "phoenix_truncated_prompt.json", "--format", "json")
+    kinds = {(f["kind"], f["ids"][0]) for f in json.loads(out) if f["ids"]}
+    assert ("cut_in_logged_prompt", "kb-207#1") in kinds
+    assert ("missing_from_logged_prompt", "kb-207#2") in kinds
+
+
+def test_check_answer_uses_the_logged_answer():
+    code, out, err = cli("check-answer", TRACES / "phoenix_truncated_prompt.json", "--format", "json")
+    assert code == 0, err
+    claims = {c["claim"]: c["verdict"] for c in json.loads(out)}
+    assert claims == {"200": "ok", "450": "ok"}
+
+
+def test_no_retriever_span_is_one_clear_line():
+    code, _, err = cli("build", TRACES / "phoenix_no_retriever.json")
+    assert code == 2 and "retriever" in err.lower() and err.count("\n") == 1
+
+
+def _diagnose_page(upload: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at.run()
+    at.switch_page("pages/diagnose.py")
+    at.run()
+    at.file_uploader(key="dbg.upload").set_value((upload, (TRACES / upload).read_bytes(), "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_diagnose_page_shows_findings_search_answer_and_logged_versus_replay():
+    at = _diagnose_page("phoenix_truncated_prompt.json")
+    page = " ".join(str(m.value) for m in at.markdown) + " ".join(str(t.value) for t in at.text)
+    assert "reached the logged prompt only in part" in page.replace("\\", "")
+    assert "41% of its text is in what was sent" in page
+    frames = [df.value for df in at.dataframe]
+    answer = next(f for f in frames if "verdict" in f.columns)
+    assert set(answer["verdict"]) == {"ok"}
+    diff = next(f for f in frames if "difference" in f.columns)
+    assert dict(zip(diff["id"], diff["difference"]))["kb-207#2"] == "only replay"
+    at.text_input(key="dx.find").set_value("photo of the damage")
+    at.run()
+    found = next(df.value for df in at.dataframe if "why" in df.value.columns)
+    assert list(found["id"]) == ["kb-207#1"]
+
+
+def test_applying_a_verified_fix_changes_the_controls():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at.run()
+    at.switch_page("pages/diagnose.py")
+    at.run()
+    at.selectbox(key="dbg.sample").select("04_stale_policy.json")
+    at.run()
+    at.checkbox(key="dbg.prefer_newest").uncheck()
+    at.run()
+    labels = [b.label for b in at.button]
+    assert "Apply" in labels
+    next(b for b in at.button if b.key and b.key.startswith("dx.fix")).click()
+    at.run()
+    assert at.checkbox(key="dbg.prefer_newest").value is True
