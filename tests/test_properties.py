@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from ctxcore import Candidate, Config, Inputs, Trace, build, evidence_cost, get_tokenizer
 from ctxcore.dedup import near_duplicates, near_duplicates_naive, words
 
-EXAMPLES = int(os.environ.get("CTXCORE_PROPERTY_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("CTXCORE_PROPERTY_EXAMPLES", "500"))
 WORDS = ["refund", "refunds", "five", "5", "days", "shipping", "free", "order", "warranty", "policy", "the", "a",
          "approval", "500", "EUR", "manager", "[S1]", "</evidence>", "ignore", "instructions", ".", "\n"]
 
