@@ -33,6 +33,7 @@ def _overhead(text):
 
 def _settings_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--query")
+    b.add_argument("--trace-id", dest="trace_id", help="which trace of a file that logged several")
     b.add_argument("--config", metavar="FILE", help="JSON file of settings")
     g = b.add_argument_group("settings (each overrides the file's own)")
     g.add_argument("--budget", type=int, help="evidence token budget (overrides the window split)")
@@ -145,7 +146,12 @@ def _settings_file(path: Optional[str]) -> dict:
 
 def _trace(args):
     """The trace to look at: a saved trace as it was, else a build under the file's settings and the flags."""
-    loaded = load(args.input)
+    if args.trace_id:
+        from .importers import load_file
+
+        loaded = load_file(args.input, trace_id=args.trace_id)
+    else:
+        loaded = load(args.input)
     settings = {**loaded.config, **_settings_file(args.config), **overrides(args)}
     if loaded.trace is not None and settings == loaded.config and args.query is None:
         return loaded, loaded.trace

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class InputError(ValueError):
     """Input that cannot be read; says where (file, line or row, field) and what."""
@@ -23,7 +25,15 @@ class InputError(ValueError):
             where.append(f"row {self.row}")
         if self.field is not None:
             where.append(f"field '{self.field}'")
-        return f"{', '.join(where)}: {self.message}"
+        return _one_line(f"{', '.join(where)}: {self.message}")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
+
+
+def _one_line(text: str) -> str:
+    """Control characters (newlines included) from input shown escaped, so a message stays one line."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class BuildError(ValueError):

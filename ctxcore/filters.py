@@ -30,8 +30,8 @@ def _natural(text: str) -> tuple:
     >>> sorted(["v10", "v2", "v1.5"], key=_natural)
     ['v1.5', 'v2', 'v10']
     """
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower())
-                 for p in re.findall(r"\d+|[^\d\W]+", text))
+    return tuple((0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p.lower())
+                 for p in re.findall(r"[0-9]+|[^0-9\W]+", text))
 
 
 def _when(value: str):

@@ -122,13 +122,17 @@ def load_trace(data, source: str = "input", trace_id: Optional[str] = None) -> L
 
 
 def load_file(path, trace_id: Optional[str] = None, name: Optional[str] = None) -> Loaded:
-    """Read a logged trace file (JSON or JSONL), choosing ``trace_id`` when it holds several."""
-    source = name or os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as err:
-        raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
+    """Read a logged trace file (JSON or JSONL; a path or its bytes), choosing ``trace_id`` when it
+    holds several."""
+    if isinstance(path, (bytes, bytearray)):
+        source, raw = name or "input", bytes(path)
+    else:
+        source = name or os.fspath(path)
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError as err:
+            raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
     return load_trace(_parse_text(decode(raw, source), source), source, trace_id)
 
 
@@ -184,7 +188,7 @@ class _Raw:
 
 
 def _segment(part: str):
-    return int(part) if part.isdigit() else part
+    return int(part) if part.isascii() and part.isdigit() else part
 
 
 def _tree(value, name: Optional[str] = None):
@@ -838,6 +842,12 @@ def _select(groups: dict, trace_id: Optional[str], has_docs, what: str, source: 
 
 
 def _load_openinference(spans: list[_Span], source: str, trace_id: Optional[str]) -> Loaded:
+    for s in spans:
+        for path in (("retrieval", "documents"), ("reranker", "input_documents"), ("reranker", "output_documents")):
+            docs = _dig(s.attrs, *path)
+            if docs is not None and not isinstance(docs, list):
+                raise InputError(f"{s.label()}: the documents must be a list (indexed 0, 1, 2, ...)",
+                                 source=source, field=".".join(path))
     groups: dict = {}
     for s in spans:
         groups.setdefault(s.trace_id, []).append(s)

@@ -425,7 +425,7 @@ def _from_csv(text: str, source: str) -> Loaded:
                         raise InputError(f"must be a number, found {cell[:40]!r}", source=source, row=n,
                                          field="score") from None
                 elif key in _CSV_INT and cell.strip():
-                    if not cell.strip().isdigit():
+                    if not (cell.strip().isascii() and cell.strip().isdigit()):
                         raise InputError(f"must be a whole number, found {cell[:40]!r}", source=source, row=n,
                                          field=key)
                     cell = int(cell)
