@@ -93,6 +93,12 @@ def label_overhead(state, c) -> int:
                               c.score)
 
 
+def least_overhead(state) -> int:
+    """A floor under every measured label line: the shortest possible one, less a margin for how
+    tokens merge around the id."""
+    return max(0, _measured_overhead(state.tokenizer, "x", None, None, None, None, None, "retrieved", None) - 2)
+
+
 @lru_cache(maxsize=262_144)
 def _measured_overhead(tokenizer, cid, doc_id, title, section, date, version, trust, score) -> int:
     from .records import Candidate

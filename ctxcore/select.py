@@ -9,7 +9,7 @@ query-relevant sentences.
 
 from __future__ import annotations
 
-from .assemble import label_overhead
+from .assemble import label_overhead, least_overhead
 from .compress import shrink
 from .dedup import jaccard, words
 from .records import Decision
@@ -25,7 +25,7 @@ def _fit(state, c, overhead, remaining):
     cfg, count = state.config, state.tokenizer.count
     text, tokens, compressed = c.text, c.tokens, False
     if overhead is None:  # its text alone is over what is left: no need to measure its label line
-        return None, (f"needs more than its {tokens} text tokens but only {remaining} of the "
+        return None, (f"needs its {tokens} text tokens plus a label line but only {remaining} of the "
                       f"{state.budget.docs}-token docs budget were left")
     cap = cfg.max_chunk_tokens
     if cap is not None and tokens > cap:
@@ -56,6 +56,7 @@ def run(state):
     else:
         walk = iter(state.alive)
     remaining, kept, dropped = docs, [], []
+    floor = least_overhead(state)  # no label line costs less: chunks that cannot fit are not measured
     original = {c.id: c for c in state.candidates}
     for c in walk:
         if cfg.max_passages is not None and len(kept) >= cfg.max_passages:
@@ -63,7 +64,7 @@ def run(state):
                                     f"the passage limit (max_passages {cfg.max_passages}) was already reached"))
             continue
         if c.id not in overhead:
-            short = cfg.label_overhead == "auto" and not cfg.compress and c.tokens > remaining
+            short = cfg.label_overhead == "auto" and not cfg.compress and c.tokens + floor > remaining
             overhead[c.id] = None if short else label_overhead(state, c)
         fit, why = _fit(state, c, overhead[c.id], remaining)
         if fit is None:

@@ -214,7 +214,9 @@ def run(state):
         key = (c, n)
         out = _COUNTED.get(key)
         if out is None:  # a rebuild gets the same records back instead of making 10k new ones
-            out = _COUNTED[key] = dataclasses.replace(c, tokens=n)
+            out = object.__new__(type(c))  # dataclasses.replace minus its field checks: 100k in a second
+            out.__dict__.update(c.__dict__, tokens=n)
+            _COUNTED[key] = out
         return out
 
     if len(_COUNTED) > 500_000:
