@@ -432,6 +432,37 @@ def input_section() -> None:
         st.info("No sample scenarios in sample_data/. Upload a candidates file to start.")
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _load_trace(name: str, data: bytes, trace_id: str) -> Loaded:
+    from ctxcore.importers import load_file
+
+    return load_file(data, trace_id=trace_id, name=name)
+
+
+def trace_picker() -> None:
+    """When an uploaded log holds several traces, let the user choose the one to look at."""
+    ss = st.session_state
+    loaded, upload = ss.get("ctx.loaded"), ss.get("dbg.upload")
+    logged = (loaded.extra.get("logged") or {}) if loaded is not None else {}
+    traces = [t for t in logged.get("traces") or [] if isinstance(t, str)]
+    if len(traces) < 2 or upload is None:
+        return
+    current = logged.get("trace_id")
+    choice = st.selectbox(f"This file logged {len(traces)} traces; showing", traces,
+                          index=traces.index(current) if current in traces else 0,
+                          key=f"dbg.trace.{ss.get('ctx.upload_id')}")
+    if choice == current:
+        return
+    data = upload.getvalue()
+    try:
+        picked = _load_trace(upload.name, data, choice)
+    except InputError as err:
+        ss["ctx.load_error"] = str(err)
+        return
+    _use(content_key(f"{upload.name}#{choice}", data), picked, sample=None)
+    st.rerun()
+
+
 def _scenario(loaded: Loaded) -> dict:
     scen = loaded.extra.get("scenario")
     return scen if isinstance(scen, dict) else {}

@@ -9,6 +9,7 @@ st.caption("Which retrieved chunks reached the prompt, which were dropped, and w
            "Every decision on this page comes from the ctxcore engine.")
 
 ctxui.input_section()
+ctxui.trace_picker()
 loaded = st.session_state.get("ctx.loaded")
 ctxui.sidebar_controls()
 if loaded is None:

@@ -16,6 +16,7 @@ st.caption("Load the production trace (a ctxcore trace, a Phoenix/OpenInference 
            "re-running the engine.")
 
 ctxui.input_section()
+ctxui.trace_picker()
 loaded = st.session_state.get("ctx.loaded")
 ctxui.sidebar_controls()
 if loaded is None:

@@ -84,3 +84,21 @@ def test_applying_a_verified_fix_changes_the_controls():
     next(b for b in at.button if b.key and b.key.startswith("dx.fix")).click()
     at.run()
     assert at.checkbox(key="dbg.prefer_newest").value is True
+
+
+def test_a_file_with_several_traces_lets_the_user_pick_one():
+    from ctxcore import load
+
+    at = _diagnose_page("phoenix_multi.jsonl")
+    traces = load(TRACES / "phoenix_multi.jsonl").extra["logged"]["traces"]
+    picker = next(s for s in at.selectbox if s.label.startswith("This file logged 2 traces"))
+    assert picker.value == traces[0]
+    picker.set_value(traces[1])
+    at.run()
+    assert not at.exception
+    assert at.session_state["ctx.loaded"].extra["logged"]["trace_id"] == traces[1]
+    from ctxcore.importers import load_file
+
+    second = load_file(TRACES / "phoenix_multi.jsonl", trace_id=traces[1])
+    assert at.session_state["ctx.loaded"].query == second.query != load(TRACES / "phoenix_multi.jsonl").query
+    assert [c.id for c in at.session_state["ctx.loaded"].candidates] == [c.id for c in second.candidates]
