@@ -165,7 +165,9 @@ def from_object(data: Any, source: str = "input") -> Loaded:
     if imported is not None:
         return imported
     if "candidates" not in data:
-        raise InputError("an object needs a 'candidates' list (or use a list of candidates)", source=source,
+        raise InputError("an object needs a 'candidates' list (or use a list of candidates); formats tried: "
+                         "ctxcore trace (no 'format'), candidates object (no 'candidates'), OpenInference/Phoenix "
+                         "spans (no span_kind or context), Langfuse trace (no 'observations')", source=source,
                          field="candidates")
     return request_from_object(data, source)
 
