@@ -175,3 +175,11 @@ def test_logged_prompt_versus_replay_names_what_each_side_has():
     assert diff["refund-approval-2025-03"].change == "only logged"
     assert diff["refund-approval-2026-07-table"].change == "only replay"
     assert diff["refund-approval-2026-07-table"].replay_position == 1
+
+
+def test_findings_include_what_is_wrong_with_the_answer():
+    t = _stale_case(prefer_newest=False)
+    checks = check_answer(t, 'Approval is needed above 500 EUR [S7]. "Managers approve every refund." [S1] '
+                             "Enterprise accounts have a 1,000 EUR limit.")
+    kinds = _kinds(findings(t, answer_checks=checks))
+    assert {"answer_unknown_label", "answer_not_in_passage", "answer_from_dropped"} <= set(kinds)
