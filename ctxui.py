@@ -639,12 +639,7 @@ def metrics(trace: Trace) -> None:
                   help="Docs-budget tokens the kept passages use (text plus label lines).", border=True)
     row[4].metric("Prompt tokens / safe input", f"{trace.prompt.tokens:,} / {b.safe_input:,}",
                   help="Counted on the whole final prompt text.", border=True)
-    dropped = [(f, n) for f, n in counts.items() if f != "kept" and n]
-    if dropped:
-        with st.container(horizontal=True, gap="small"):
-            for fate, n in dropped:
-                st.badge(md_escape(f"{fate}: {n}"), color=FATE_BADGES.get(fate, "gray"),
-                         help=ctxcore.FATE_MEANINGS.get(fate, ""))
+    fate_badges(counts)
     note = (f"Tokenizer {trace.tokenizer.encoding}" + ("" if trace.tokenizer.exact else " (approximate counts)")
             + f" · window {b.window:,} · max output {b.max_output:,} · safety {b.safety:.0%} · fixed blocks "
             f"{b.fixed:,} · docs budget {b.docs:,}" + (" (direct)" if b.docs_direct else " (from the split)"))

@@ -158,17 +158,9 @@ def _parse_text(text: str, source: str):
         pass
     except (RecursionError, ValueError) as err:
         raise InputError(f"not valid JSON: {type(err).__name__}", source=source) from None
-    items = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            items.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON: {err.msg} (column {err.colno})", source=source, line=n) from None
-        except (RecursionError, ValueError) as err:
-            raise InputError(f"not valid JSON: {type(err).__name__}", source=source, line=n) from None
-    return items
+    from .loaders import parse_jsonl
+
+    return parse_jsonl(text, source)[0]
 
 
 # --------------------------------------------------------------------------------------------

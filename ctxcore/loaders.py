@@ -356,7 +356,8 @@ def candidate(item, i: int, label: str, where: dict, taken=frozenset()) -> tuple
                      metadata=metadata, generated_id=generated, **strings), generated, extra
 
 
-def _from_jsonl(text: str, source: str) -> Loaded:
+def parse_jsonl(text: str, source: str) -> tuple[list, list[int]]:
+    """The objects of a JSONL text and the line each came from (blank lines skipped)."""
     items, lines = [], []
     for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a string
         if not line.strip():
@@ -370,6 +371,11 @@ def _from_jsonl(text: str, source: str) -> Loaded:
         except ValueError as err:  # e.g. an integer with more digits than Python converts
             raise InputError(f"not valid JSON: {err}", source=source, line=n) from None
         lines.append(n)
+    return items, lines
+
+
+def _from_jsonl(text: str, source: str) -> Loaded:
+    items, lines = parse_jsonl(text, source)
     from .importers import detect_lines
 
     imported = detect_lines(items, source)
