@@ -463,6 +463,17 @@ def trace_picker() -> None:
     st.rerun()
 
 
+def loaded_input() -> Loaded:
+    """The input section, the trace picker and the sidebar; the loaded input (the page stops without one)."""
+    input_section()
+    trace_picker()
+    loaded = st.session_state.get("ctx.loaded")
+    sidebar_controls()
+    if loaded is None:
+        st.stop()
+    return loaded
+
+
 def _scenario(loaded: Loaded) -> dict:
     scen = loaded.extra.get("scenario")
     return scen if isinstance(scen, dict) else {}

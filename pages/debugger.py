@@ -8,12 +8,7 @@ st.title("Context construction debugger", anchor=False)
 st.caption("Which retrieved chunks reached the prompt, which were dropped, and why. "
            "Every decision on this page comes from the ctxcore engine.")
 
-ctxui.input_section()
-ctxui.trace_picker()
-loaded = st.session_state.get("ctx.loaded")
-ctxui.sidebar_controls()
-if loaded is None:
-    st.stop()
+loaded = ctxui.loaded_input()
 
 ctxui.scenario_header(loaded)
 ctxui.scenario_story(loaded)

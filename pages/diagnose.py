@@ -15,12 +15,7 @@ st.caption("Load the production trace (a ctxcore trace, a Phoenix/OpenInference 
            "paste the answer, and see what the model did not see and why. Every fix below was checked by "
            "re-running the engine.")
 
-ctxui.input_section()
-ctxui.trace_picker()
-loaded = st.session_state.get("ctx.loaded")
-ctxui.sidebar_controls()
-if loaded is None:
-    st.stop()
+loaded = ctxui.loaded_input()
 query = ctxui.query_input()
 trace = ctxui.safe_build(st.session_state["ctx.key"], loaded, query)
 if trace is None:
