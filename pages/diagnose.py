@@ -82,9 +82,12 @@ if answer.strip():
 if logged_prompt:
     st.subheader("Logged prompt versus replay", anchor=False)
     diff = logged_vs_replay(trace, logged_prompt)
-    st.dataframe(pd.DataFrame([{"id": d.id, "sent (logged)": d.logged, "order sent": d.logged_order,
-                                "replay fate": d.replay, "replay position": d.replay_position,
-                                "difference": d.change} for d in diff]), hide_index=True, width="stretch")
+    frame = pd.DataFrame([{"id": d.id, "sent (logged)": d.logged, "order sent": d.logged_order,
+                           "replay fate": d.replay, "replay position": d.replay_position,
+                           "difference": d.change} for d in diff])
+    for column in ("order sent", "replay position"):  # blank, not None, where there is no place
+        frame[column] = frame[column].astype("Int64")
+    st.dataframe(frame, hide_index=True, width="stretch")
     left, right = st.columns(2)
     with left:
         tokens = logged.get("prompt_tokens")

@@ -113,6 +113,9 @@ def page(browser, server):
     pg.on("request", lambda r: pg.requests.append(r.url))
     pg.goto(server + "/")
     wait_metrics(pg)
+    # the metrics' caption is written after all five metrics: until it shows, the first run is still drawing
+    # them (the status widget may not say "Running" yet, so wait_idle alone can pass too early)
+    caption(pg, "docs budget")
     yield pg
     context.close()
 
@@ -127,10 +130,14 @@ def wait_metrics(pg) -> None:
 
 
 def wait_idle(pg) -> None:
-    """Wait until Streamlit reports no script run in progress."""
+    """Wait until Streamlit reports no script run in progress and shows no stale element.
+
+    The status widget says "Running" only some time into a run; until the run is over, the elements it has
+    not redrawn yet are still there, marked data-stale. Call it after a sign that the run has started."""
     pg.wait_for_function(
-        """() => !document.querySelector('[data-testid="stStatusWidget"]')
-                  || !document.querySelector('[data-testid="stStatusWidget"]').innerText.includes('Running')""",
+        """() => (!document.querySelector('[data-testid="stStatusWidget"]')
+                  || !document.querySelector('[data-testid="stStatusWidget"]').innerText.includes('Running'))
+                 && !document.querySelector('[data-stale="true"]')""",
         timeout=WAIT)
 
 
@@ -346,3 +353,85 @@ def _metric_pairs(pg) -> list[tuple[str, str]]:
     return pg.evaluate("""() => [...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
         m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
         m.querySelector('[data-testid="stMetricValue"]').innerText.trim()])""")
+
+
+# --------------------------------------------------------------------------- diagnose
+
+TRACES = FIXTURES / "traces"
+
+
+def _engine_findings(path: Path):
+    """The findings exactly as pages/diagnose.py computes them: the file's own settings and query (applied on
+    upload), the logged answer checked against the replay, the logged prompt and its logged token count."""
+    from ctxcore.answer import check_answer
+    from ctxcore.explain import findings
+
+    loaded = ctxcore.load(path.read_bytes(), name=path.name)
+    logged = loaded.extra.get("logged") or {}
+    trace = loaded.build(loaded.settings(), loaded.query)
+    answer = logged.get("answer") or ""
+    checks = check_answer(trace, answer) if answer.strip() else []
+    found = findings(trace, answer_checks=checks, logged_prompt_tokens=logged.get("prompt_tokens"),
+                     logged_prompt=logged.get("prompt_text"))
+    return loaded, logged, found
+
+
+WORD_JOINER = "\u2060"  # ctxui.md_escape puts it into URLs and e-mail addresses
+SEVERITY = {3: "likely cause", 2: "worth fixing", 1: "note"}  # as pages/diagnose.py labels them
+
+
+def _clean(text: str) -> str:
+    return text.replace(WORD_JOINER, "").strip()
+
+
+@pytest.mark.parametrize("name", ["phoenix_flat.jsonl", "phoenix_truncated_prompt.json"])
+def test_diagnose_page_shows_the_engine_findings(page, name):
+    from playwright.sync_api import expect
+
+    path = TRACES / name
+    loaded, logged, found = _engine_findings(path)
+    if name == "phoenix_truncated_prompt.json":  # the case the fixture was written for
+        titles = [f.title for f in found]
+        assert any("reached the logged prompt only in part" in t for t in titles), titles
+        assert any("was retrieved but never sent" in t for t in titles), titles
+
+    page.locator('[data-testid="stSidebarNav"] a', has_text="Diagnose").click()
+    expect(page.locator("h1", has_text="Diagnose a wrong answer")).to_be_visible(timeout=WAIT)
+    wait_idle(page)
+    upload(page, name, path.read_bytes())
+    # the page shows the landing sample until the upload is processed: wait for this file's own state
+    if logged.get("answer"):
+        page.wait_for_function("""a => [...document.querySelectorAll('[data-testid="stTextArea"] textarea')]
+                                            .some(t => t.value === a)""", arg=logged["answer"], timeout=WAIT)
+    logged_prompt = logged.get("prompt_text")
+    assert logged_prompt, "the fixture logs its prompt"
+    expect(page.locator("h3", has_text="Logged prompt versus replay")).to_be_visible(timeout=WAIT)
+    first_line = next(line for line in logged_prompt.splitlines() if line.strip())
+    expect(page.locator('[data-testid="stCode"] code', has_text=first_line.strip()).first).to_be_visible()
+    wait_idle(page)
+    if logged.get("answer"):  # the previous input's answer box (another key) is gone once the run is over
+        expect(page.locator('[data-testid="stTextArea"] textarea')).to_have_value(logged["answer"])
+
+    expect(page.locator("h3", has_text="Findings")).to_be_visible()
+    main = page.locator('[data-testid="stMain"]')
+    if not found:
+        expect(main.get_by_text("Nothing in this context looks like the cause")).to_be_visible()
+    else:
+        heads = [_clean(t) for t in main.locator('[data-testid="stMarkdownContainer"]').all_inner_texts()
+                 if any(_clean(t).startswith(s + " · ") for s in SEVERITY.values())]
+        assert heads == [f"{SEVERITY[f.severity]} · {f.title}" for f in found]
+        texts = [_clean(t) for t in main.locator('[data-testid="stText"]').all_inner_texts()]
+        for f in found:
+            assert f.evidence in texts, f.evidence
+        assert main.get_by_text("Nothing in this context looks like the cause").count() == 0
+    # the logged prompt is shown as sent, next to the replay
+    codes = [c.strip() for c in main.locator('[data-testid="stCode"] code').all_text_contents()]
+    assert logged_prompt.strip() in codes
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+
+    if name == "phoenix_flat.jsonl":
+        page.set_viewport_size({"width": 1440, "height": 1800})
+        page.wait_for_timeout(500)
+        (ROOT / "docs").mkdir(exist_ok=True)
+        page.screenshot(path=str(ROOT / "docs" / "diagnose.png"))
