@@ -47,34 +47,61 @@ def _numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 
 
-def check_answer(trace: Trace, answer: str) -> list[Check]:
+_MARKER = re.compile(r"^[ \t]*\[(\d+)\]", re.MULTILINE)
+_NUMERIC = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
+
+
+def logged_passages(trace: Trace, logged_prompt: str) -> dict[str, tuple]:
+    """The numbered passages of a prompt another system sent ("[1] text…"): label -> (candidate id, text)."""
+    from .reach import reached
+
+    marks = list(_MARKER.finditer(logged_prompt))
+    out = {}
+    for m, nxt in zip(marks, marks[1:] + [None]):
+        text = logged_prompt[m.end(): nxt.start() if nxt else len(logged_prompt)].split("\n\n")[0].strip()
+        found = [r for r in reached(trace.candidates, text) if r.status != "absent"]
+        best = max(found, key=lambda r: r.share).id if found else None
+        out[m.group(1)] = (best, text)
+    return out
+
+
+def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None) -> list[Check]:
+    """Check against the replay's [S#] passages; or, when the answer cites [1]-style labels and the prompt
+    that was actually sent is known, against that prompt's numbered passages."""
     by_id = {c.id: c for c in trace.candidates}
-    passages = {d.label: (d.id, d.text if d.text is not None else by_id[d.id].text) for d in trace.kept()}
-    dropped = [(d, by_id[d.id]) for d in trace.decisions if d.fate != "kept"]
+    cite = _CITE
+    if logged_prompt and _NUMERIC.search(answer) and not _CITE.search(answer):
+        passages, cite = logged_passages(trace, logged_prompt), _NUMERIC
+        shown = {cid for cid, _ in passages.values()}
+        dropped = [(trace.decision(c.id), c) for c in trace.candidates if c.id not in shown]
+    else:
+        passages = {d.label: (d.id, d.text if d.text is not None else by_id[d.id].text) for d in trace.kept()}
+        dropped = [(d, by_id[d.id]) for d in trace.decisions if d.fate != "kept"]
     checks: list[Check] = []
     if normalise(ABSTAIN) in normalise(answer):
         checks.append(Check(ABSTAIN, "abstention", "abstained",
                             "the model used the abstention phrase" + (
                                 f" although {len(passages)} passages were in the prompt" if passages else "")))
     cited = []
-    for m in _CITE.finditer(answer):
+    for m in cite.finditer(answer):
         for label in re.split(r"\s*[,;]\s*", m.group(1).upper()):
             if label not in cited:
                 cited.append(label)
     for label in cited:
         if label in passages:
-            checks.append(Check(f"[{label}]", "citation", "ok", f"[{label}] is {passages[label][0]}",
-                                (passages[label][0],)))
+            checks.append(Check(f"[{label}]", "citation", "ok", f"[{label}] is {passages[label][0] or 'a passage'}",
+                                tuple(filter(None, (passages[label][0],)))))
         else:
             checks.append(Check(f"[{label}]", "citation", "unknown_label",
                                 f"the prompt has labels {', '.join(passages) or '(none)'}"))
     for m in _QUOTE.finditer(answer):
         quote = m.group(1).strip()
-        near = _CITE.search(answer, m.end(), m.end() + 60) or _last_before(answer, m.start())
+        near = cite.search(answer, m.end(), m.end() + 60) or _last_before(answer, m.start(), cite)
         labels = re.split(r"\s*[,;]\s*", near.group(1).upper()) if near else list(passages)
         hits = [lab for lab in labels if lab in passages and normalise(quote) in normalise(passages[lab][1])]
         if hits:
-            checks.append(Check(f"“{quote}”", "quote", "ok", f"verbatim in [{hits[0]}]", (passages[hits[0]][0],)))
+            checks.append(Check(f"“{quote}”", "quote", "ok", f"verbatim in [{hits[0]}]",
+                                tuple(filter(None, (passages[hits[0]][0],)))))
             continue
         elsewhere = [lab for lab, (_, text) in passages.items() if normalise(quote) in normalise(text)]
         lost = [c.id for _, c in dropped if normalise(quote) in normalise(c.text)]
@@ -98,7 +125,7 @@ def check_answer(trace: Trace, answer: str) -> list[Check]:
             continue
         if n in kept_numbers:
             where = [lab for lab, (_, t) in passages.items() if n in _numbers(t)]
-            checks.append(Check(n, "number", "ok", f"in [{where[0]}]", (passages[where[0]][0],)))
+            checks.append(Check(n, "number", "ok", f"in [{where[0]}]", tuple(filter(None, (passages[where[0]][0],)))))
             continue
         sources = [(d, c) for d, c in dropped if n in _numbers(c.text)]
         if sources:
@@ -111,8 +138,8 @@ def check_answer(trace: Trace, answer: str) -> list[Check]:
     return checks
 
 
-def _last_before(text: str, pos: int):
+def _last_before(text: str, pos: int, cite=_CITE):
     last = None
-    for m in _CITE.finditer(text, 0, pos):
+    for m in cite.finditer(text, 0, pos):
         last = m
     return last

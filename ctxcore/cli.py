@@ -188,7 +188,7 @@ def run(argv=None, out=sys.stdout) -> int:
         answer = _read_answer(args.answer) if args.answer else _logged(loaded).get("answer")
         if not answer:
             raise InputError("no answer given (--answer FILE) and none logged in the trace", source=args.input)
-        checks = check_answer(trace, answer)
+        checks = check_answer(trace, answer, _logged(loaded).get("prompt_text"))
         if args.format == "json":
             out.write(dumps([c.to_dict() for c in checks]) + "\n")
         else:
@@ -207,7 +207,8 @@ def run(argv=None, out=sys.stdout) -> int:
                             ("id", "fate", "stage", "fix", "verified", "why")) + "\n")
         return 0
     answer = _logged(loaded).get("answer")
-    result = findings(trace, answer_checks=check_answer(trace, answer) if answer else None,
+    result = findings(trace, answer_checks=check_answer(trace, answer, _logged(loaded).get("prompt_text"))
+                      if answer else None,
                       logged_prompt_tokens=_logged(loaded).get("prompt_tokens"),
                       logged_prompt=_logged(loaded).get("prompt_text"))
     if args.format == "json":

@@ -33,7 +33,7 @@ answer = st.text_area("The model's answer (citations like [S2] are checked again
 
 @st.cache_data(show_spinner="Re-running the engine to verify each fix…", max_entries=32)
 def _diagnose(key: str, config_json: str, query: str, answer: str, logged_tokens, logged_prompt, _trace):
-    checks = check_answer(_trace, answer) if answer.strip() else []
+    checks = check_answer(_trace, answer, logged_prompt) if answer.strip() else []
     return checks, findings(_trace, answer_checks=checks, logged_prompt_tokens=logged_tokens,
                             logged_prompt=logged_prompt)
 

@@ -362,7 +362,7 @@ TRACES = FIXTURES / "traces"
 
 def _engine_findings(path: Path):
     """The findings exactly as pages/diagnose.py computes them: the file's own settings and query (applied on
-    upload), the logged answer checked against the replay, the logged prompt and its logged token count."""
+    upload), the logged answer checked against the prompt that was sent, the logged prompt and its token count."""
     from ctxcore.answer import check_answer
     from ctxcore.explain import findings
 
@@ -370,7 +370,7 @@ def _engine_findings(path: Path):
     logged = loaded.extra.get("logged") or {}
     trace = loaded.build(loaded.settings(), loaded.query)
     answer = logged.get("answer") or ""
-    checks = check_answer(trace, answer) if answer.strip() else []
+    checks = check_answer(trace, answer, logged.get("prompt_text")) if answer.strip() else []
     found = findings(trace, answer_checks=checks, logged_prompt_tokens=logged.get("prompt_tokens"),
                      logged_prompt=logged.get("prompt_text"))
     return loaded, logged, found

@@ -35,7 +35,7 @@ def test_check_answer_uses_the_logged_answer():
     code, out, err = cli("check-answer", TRACES / "phoenix_truncated_prompt.json", "--format", "json")
     assert code == 0, err
     claims = {c["claim"]: c["verdict"] for c in json.loads(out)}
-    assert claims == {"200": "ok", "450": "ok"}
+    assert claims == {"[1]": "ok", "[2]": "ok", "200": "ok", "450": "ok"}
 
 
 def test_no_retriever_span_is_one_clear_line():
@@ -102,3 +102,16 @@ def test_a_file_with_several_traces_lets_the_user_pick_one():
     second = load_file(TRACES / "phoenix_multi.jsonl", trace_id=traces[1])
     assert at.session_state["ctx.loaded"].query == second.query != load(TRACES / "phoenix_multi.jsonl").query
     assert [c.id for c in at.session_state["ctx.loaded"].candidates] == [c.id for c in second.candidates]
+
+
+def test_check_answer_follows_the_logged_systems_own_numbered_labels(tmp_path):
+    answer = tmp_path / "answer.txt"
+    answer.write_text('Yes [1]. "send a prepaid return label" [2]. See [7].')
+    code, out, err = cli("check-answer", TRACES / "phoenix_truncated_prompt.json", "--answer", answer,
+                         "--format", "json")
+    assert code == 0, err
+    rows = {(c["kind"], c["claim"]): c for c in json.loads(out)}
+    assert rows[("citation", "[1]")]["verdict"] == "ok" and rows[("citation", "[1]")]["ids"] == ["kb-112#0"]
+    assert rows[("citation", "[7]")]["verdict"] == "unknown_label"
+    # the logged [2] was cut off before this sentence: the model never saw it
+    assert rows[("quote", "“send a prepaid return label”")]["verdict"] == "not_in_passage"
