@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import sys
 from collections import Counter, defaultdict
 from functools import lru_cache
 from itertools import chain
@@ -28,7 +29,7 @@ def words(text: str) -> frozenset[str]:
     >>> sorted(words("Refunds: 5 business-days"))
     ['5', 'business', 'days', 'refunds']
     """
-    return frozenset(_WORD.findall(text.lower()))
+    return frozenset(map(sys.intern, _WORD.findall(text.lower())))  # one copy of each word, however many texts
 
 
 @lru_cache(maxsize=262_144)
