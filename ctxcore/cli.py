@@ -12,7 +12,7 @@ from typing import Optional
 
 from .errors import BuildError, InputError
 from .loaders import load, parse_json
-from .records import FATES, Trace
+from .records import Trace
 from .serialize import dumps
 
 

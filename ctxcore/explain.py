@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .dedup import jaccard, words
-from .pipeline import build, evidence_cost
+from .pipeline import build
 from .reach import normalise
 from .records import Config, Trace
 
@@ -305,8 +305,3 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
     out.sort(key=lambda f: -f.severity)
     return out
 
-
-def summary(trace: Trace) -> dict:
-    return {"candidates": len(trace.candidates), "kept": len(trace.kept()), "evidence_tokens": evidence_cost(trace),
-            "docs_budget": trace.budget.docs, "prompt_tokens": trace.prompt.tokens,
-            "safe_input": trace.budget.safe_input}

@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 
 from . import assemble, budget, dedup, filters, merge, order, select, tokens
 from .errors import InputError
-from .records import Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo, Trace
+from .records import Candidate, Config, Inputs, Prompt, TokenizerInfo, Trace
 from .state import State
 from .tokens import get_tokenizer
 

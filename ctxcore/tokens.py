@@ -9,7 +9,6 @@ and the trace says so.
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import hashlib
 import math

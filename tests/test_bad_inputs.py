@@ -17,7 +17,6 @@ size limit) are generated into ``tmp_path`` and checked the same way. Their time
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time

@@ -6,7 +6,7 @@ from conftest import cli, text_of_tokens
 
 from ctxcore import Candidate, Config, Inputs, build, load
 from ctxcore.answer import check_answer
-from ctxcore.explain import Case, explain, explain_text, find, findings
+from ctxcore.explain import explain, explain_text, find, findings
 from ctxcore.reach import reached
 
 

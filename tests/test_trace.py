@@ -1,9 +1,6 @@
 import json
-import os
-import subprocess
-import sys
 
-from conftest import ROOT, cli
+from conftest import cli
 
 from ctxcore import Config, Trace, build, load, trace_schema
 
