@@ -324,9 +324,11 @@ def load_bytes(name: str, data: bytes) -> tuple[str, Loaded]:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _sample_title(name: str, data: bytes) -> str:
+def _sample_title(path: str, mtime: float) -> str:
+    """The picker's label for a sample; keyed by the file's mtime so a rerun reads no file."""
+    name = Path(path).name
     try:
-        scen = ctxcore.load(data, name=name).extra.get("scenario")
+        scen = ctxcore.load(path).extra.get("scenario")
     except InputError:
         return name
     title = scen.get("title") if isinstance(scen, dict) else None
@@ -416,7 +418,7 @@ def input_section() -> None:
             ss["dbg.sample"] = None
         choice = st.selectbox("Sample scenario", list(samples), index=None, key="dbg.sample",
                               placeholder="Pick a sample scenario",
-                              format_func=lambda n: _sample_title(n, samples[n].read_bytes()))
+                              format_func=lambda n: _sample_title(str(samples[n]), samples[n].stat().st_mtime))
     if choice is not None and (choice != ss.get("ctx.sample") or ss.get("ctx.loaded") is None):
         try:
             key, loaded = load_bytes(choice, samples[choice].read_bytes())

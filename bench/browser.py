@@ -22,30 +22,25 @@ are kept). Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path[:0] = [ROOT, HERE]
+sys.path[:0] = [ROOT, HERE, os.path.join(ROOT, "tests")]
 
 import synth  # noqa: E402
 
 import ctxcore  # noqa: E402
 from ctxcore import Config  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+import browserkit  # noqa: E402
+from browserkit import ARGS, CHROMIUM, METRICS_JS, running_app  # noqa: E402
 WAIT = 180_000  # ms; a 10k-candidate first build renders a 10k-row table and two charts
 LOWS = list(range(150, 2000, 50))        # budgets tried in turn, low and high interleaved, so that
 HIGHS = list(range(2000, 20000, 100))    # consecutive changes give different kept counts
@@ -91,60 +86,14 @@ def plan(loaded, start: int, reps: int) -> list[tuple[int, int, str]]:
 
 # --------------------------------------------------------------------------- the app and the page
 
-@contextlib.contextmanager
-def running_app():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    try:
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise SystemExit(f"streamlit exited early: {log.read()[-2000:]}")
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("streamlit did not answer on /_stcore/health within 90 s")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
 def wait_idle(pg) -> None:
-    pg.wait_for_function(
-        """() => (!document.querySelector('[data-testid="stStatusWidget"]')
-                  || !document.querySelector('[data-testid="stStatusWidget"]').innerText.includes('Running'))
-                 && !document.querySelector('[data-stale="true"]')""",
-        timeout=WAIT)
+    browserkit.wait_idle(pg, WAIT)
 
 
 def wait_caption(pg, text: str) -> None:
     pg.locator('[data-testid="stCaptionContainer"]', has_text=text).first.wait_for(timeout=WAIT)
     wait_idle(pg)
 
-
-METRICS_JS = """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
-    m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
-    m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
 
 # Arms a watcher: t0 at the Enter keydown in the budget box, t1 at the first animation frame after the
 # metrics show the expected values. Both on the page's own clock (performance.now()).

@@ -13,6 +13,7 @@ import json
 import re
 from functools import lru_cache
 
+from .errors import BuildError
 from .records import Block, Decision
 from .state import score_text
 
@@ -202,7 +203,8 @@ def run(state):
                                 f"the assembled prompt counted {tokens} tokens, over the {limit}-token "
                                 f"input budget; the lowest-ranked passage was dropped"))
     if tokens > limit:
-        raise_fit(state, tokens, limit)
+        raise BuildError(f"the prompt without any evidence counts {tokens} tokens, over the {limit}-token input "
+                         f"budget; shorten the history or the mandatory blocks")
     final = tuple(Decision(**{**d.__dict__, "label": labels[d.id], "position": i})
                   for i, d in enumerate(ordered, 1))
     state = state.drop(dropped).replace(kept=final, blocks=blocks, prompt_text=text, prompt_tokens=tokens,
@@ -214,9 +216,3 @@ def run(state):
         notes.append("no passage reached the prompt: the model is told to reply with the abstention phrase")
     return state.warn(*notes)
 
-
-def raise_fit(state, tokens, limit):
-    from .errors import BuildError
-
-    raise BuildError(f"the prompt without any evidence counts {tokens} tokens, over the {limit}-token input "
-                     f"budget; shorten the history or the mandatory blocks")

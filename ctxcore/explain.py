@@ -60,11 +60,10 @@ def _kept(trace: Trace, cid: str) -> bool:
     return trace.decision(cid).fate == "kept"
 
 
-def budget_needed(case: Case, cid: str) -> Optional[int]:
-    """Smallest docs budget at which ``cid`` is kept (re-running the engine), or None."""
-    base = case.run()
-    costs = sum(c.tokens or 0 for c in base.candidates) + 80 * len(base.candidates)
-    lo, hi = base.budget.docs, max(base.budget.docs, costs)
+def budget_needed(case: Case, cid: str, docs: int) -> Optional[int]:
+    """Smallest docs budget, from ``docs`` (the current one) up, at which ``cid`` is kept; None if none."""
+    lo = docs
+    hi = max(docs, sum(c.tokens or 0 for c in case.candidates) + 80 * len(case.candidates))
     if not _kept(case.run(budget=hi), cid):
         return None
     while lo < hi:
@@ -82,7 +81,8 @@ def _with_budget(case: Case, cid: str, fix: dict) -> tuple[dict, bool]:
     if _kept(trial, cid):
         return fix, True
     if trial.decision(cid).fate == "over_budget":
-        b = budget_needed(Case(case.candidates, case.query, case.config.replace(**fix), case.inputs), cid)
+        b = budget_needed(Case(case.candidates, case.query, case.config.replace(**fix), case.inputs), cid,
+                          trial.budget.docs)
         if b is not None:
             fix = {**fix, "budget": b}
             return fix, _kept(case.run(**fix), cid)
@@ -136,7 +136,7 @@ def explain(trace: Trace, cid: str) -> Explanation:
             note = f"it is in the prompt as [{d.label}], at position {d.position} of {n}"
     elif d.fate == "over_budget":
         alternatives = _freeing_fixes(case, cid)
-        b = budget_needed(case, cid)
+        b = budget_needed(case, cid, trace.budget.docs)
         if alternatives:
             fix, verified = alternatives[0], True
             note = f"{_describe(fix)} frees enough of the docs budget to keep it"

@@ -11,14 +11,9 @@ import contextlib
 import json
 import os
 import re
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
+import browserkit
 import pytest
 
 import ctxcore
@@ -29,9 +24,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLES = sorted((ROOT / "sample_data").glob("*.json"), key=lambda p: p.name)
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+CHROMIUM, ARGS, metrics = browserkit.CHROMIUM, browserkit.ARGS, browserkit.metrics
 WAIT = 30_000  # ms, for every wait on the page
 PAGE_TITLES = {"debugger.py": "Debugger", "budget.py": "Budget calculator", "compare.py": "Compare",
                "learn.py": "Learn"}
@@ -47,41 +40,12 @@ def _unavailable(reason: str):
 
 @contextlib.contextmanager
 def running_app():
-    """``streamlit run app.py`` on a free port; yields its base URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    """``streamlit run app.py`` on a free port; yields its base URL (a start failure fails the test)."""
     try:
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"streamlit exited early: {log.read()[-2000:]}")
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("streamlit did not answer on /_stcore/health within 90 s")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        with browserkit.running_app() as url:
+            yield url
+    except browserkit.AppDidNotStart as err:
+        pytest.fail(str(err))
 
 
 @pytest.fixture(scope="module")
@@ -130,21 +94,7 @@ def wait_metrics(pg) -> None:
 
 
 def wait_idle(pg) -> None:
-    """Wait until Streamlit reports no script run in progress and shows no stale element.
-
-    The status widget says "Running" only some time into a run; until the run is over, the elements it has
-    not redrawn yet are still there, marked data-stale. Call it after a sign that the run has started."""
-    pg.wait_for_function(
-        """() => (!document.querySelector('[data-testid="stStatusWidget"]')
-                  || !document.querySelector('[data-testid="stStatusWidget"]').innerText.includes('Running'))
-                 && !document.querySelector('[data-stale="true"]')""",
-        timeout=WAIT)
-
-
-def metrics(pg) -> dict[str, str]:
-    return pg.evaluate("""() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
-        m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
-        m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))""")
+    browserkit.wait_idle(pg, WAIT)
 
 
 def caption(pg, text: str) -> None:
