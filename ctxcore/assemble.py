@@ -205,7 +205,7 @@ def run(state):
     if tokens > limit:
         raise BuildError(f"the prompt without any evidence counts {tokens} tokens, over the {limit}-token input "
                          f"budget; shorten the history or the mandatory blocks")
-    final = tuple(Decision(**{**d.__dict__, "label": labels[d.id], "position": i})
+    final = tuple(Decision.quick(**{**d.__dict__, "label": labels[d.id], "position": i})
                   for i, d in enumerate(ordered, 1))
     state = state.drop(dropped).replace(kept=final, blocks=blocks, prompt_text=text, prompt_tokens=tokens,
                                         abstain=not final)

@@ -194,7 +194,7 @@ def exact(state):
     for c in state.alive:
         h = digest(c.text)
         if h in first:
-            out.append(Decision(c.id, "exact_duplicate", "exact_dedup",
+            out.append(Decision.quick(c.id, "exact_duplicate", "exact_dedup",
                                 f"same text (SHA-256 {h[:12]}) as higher-ranked {first[h]}",
                                 duplicate_of=first[h], similarity=1.0))
         else:
@@ -203,6 +203,29 @@ def exact(state):
 
 
 _MEASURES = {"words": words, "shingles": shingles}
+_VECTORISED_FROM = 1000  # texts; below this numpy costs more to import than it saves
+
+
+def join_texts(texts: Sequence[str], similarity: str, threshold: float):
+    """The similarity self-join of ``texts`` under a set measure, and what a lower threshold can reuse.
+
+    Word sets of many texts go through numpy (:mod:`ctxcore.wordsets`), with the same result.
+    """
+    if similarity == "words" and len(texts) >= _VECTORISED_FROM:
+        from . import wordsets
+
+        sets = wordsets.word_sets(texts)
+        return wordsets.similar_pairs(sets, threshold), sets
+    return similar_pairs([_MEASURES[similarity](t) for t in texts], threshold), None
+
+
+def near_matches(texts: Sequence[str], similarity: str, threshold: float) -> list[Match]:
+    """Each text's first earlier surviving near duplicate: :func:`near_duplicates_naive` on texts.
+
+    >>> near_matches(["a b c d e", "a b c d e f", "x y z"], "words", 0.8)
+    [None, (0, 0.8333333333333334), None]
+    """
+    return first_survivor(join_texts(texts, similarity, threshold)[0], threshold)
 
 
 _JOINS: dict = {}
@@ -210,11 +233,18 @@ _JOINS: dict = {}
 
 def _memo_near(texts: tuple[str, ...], similarity: str, threshold: float) -> list[Match]:
     """Near-dedup of the survivors in rank order. The similarity join behind it is remembered, so a
-    rebuild with other settings, or with a higher threshold, does not compare texts again."""
+    rebuild with other settings, or with a higher threshold, does not compare texts again; a lower
+    threshold joins again, reusing the word sets."""
     key = (texts, similarity)
     joined = _JOINS.get(key)
     if joined is None or joined[0] > threshold:
-        joined = (threshold, similar_pairs([_MEASURES[similarity](t) for t in texts], threshold))
+        if joined is not None and joined[2] is not None:
+            from . import wordsets
+
+            pairs, sets = wordsets.similar_pairs(joined[2], threshold), joined[2]
+        else:
+            pairs, sets = join_texts(texts, similarity, threshold)
+        joined = (threshold, pairs, sets)
         _JOINS.pop(key, None)
         if len(_JOINS) >= 8:
             _JOINS.pop(next(iter(_JOINS)))
@@ -242,7 +272,7 @@ def near(state):
     else:
         matches = _memo_near(tuple(x.text for x in alive), c.similarity, c.near_dup)
         measure = "word-set Jaccard" if c.similarity == "words" else "5-character shingle Jaccard"
-    out = [Decision(x.id, "near_duplicate", "near_dedup",
+    out = [Decision.quick(x.id, "near_duplicate", "near_dedup",
                     f"{measure} {m[1]:.3f} with higher-ranked {alive[m[0]].id} (threshold {c.near_dup:g})",
                     duplicate_of=alive[m[0]].id, similarity=round(m[1], 4))
            for x, m in zip(alive, matches) if m is not None]

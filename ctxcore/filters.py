@@ -18,7 +18,7 @@ def permitted(state):
     caller = state.config.caller
     if caller is None:
         return state
-    out = [Decision(c.id, "not_permitted", "permissions",
+    out = [Decision.quick(c.id, "not_permitted", "permissions",
                     f"caller {caller!r} is not among the permitted {', '.join(c.permissions) or '(none)'}")
            for c in state.alive if c.permissions is not None and caller not in c.permissions]
     return state.drop(out)
@@ -107,7 +107,7 @@ def newest(state):
                 f"versions of {doc} disagree: older ({', '.join(sorted({_label(c) for c in older}))}) says "
                 f"{_listing(old_nums)}; newest ({_label(survivor)}) says {_listing(new_nums)}")
         if state.config.prefer_newest:
-            out += [Decision(c.id, "stale", "stale",
+            out += [Decision.quick(c.id, "stale", "stale",
                              f"{doc} version {_label(c)} is older than {_label(survivor)} "
                              f"(present as {survivor.id})", superseded_by=survivor.id)
                     for c in older]
@@ -121,7 +121,7 @@ def threshold(state):
         return state
     if state.alive and all(c.score is None for c in state.alive):
         return state.warn(f"min_score {floor} not applied: no candidate has a score")
-    out = [Decision(c.id, "below_threshold", "threshold",
+    out = [Decision.quick(c.id, "below_threshold", "threshold",
                     f"score {score_text(c.score)} is below the minimum {floor:g}")
            for c in state.alive if c.score is not None and c.score < floor]
     return state.drop(out)

@@ -46,7 +46,7 @@ def run(state):
             heads[head.id] = dataclasses.replace(
                 head, text=text, score=max(scores) if scores else None,
                 tokens=state.tokenizer.count(text))
-            out += [Decision(m.id, "merged", "merge",
+            out += [Decision.quick(m.id, "merged", "merge",
                              f"chunk {m.chunk_index} of {doc} follows chunk {m.chunk_index - 1}; "
                              f"joined into the passage of {head.id} (chunks {r[0]}-{r[-1]})",
                              merged_into=head.id) for m in members[1:]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Iterable, Optional
 
@@ -61,11 +62,16 @@ def _start(candidates, query, config, inputs) -> State:
 
 
 # Rebuilds start from the last remembered state whose stages read none of the changed settings:
-# (first stage not covered, settings read by the stages before it).
+# (first stage not covered, settings read by the stages before it that earlier entries do not list;
+# "inputs" stands for the mandatory blocks and history, which the budget measures).
+_EARLY = (("encoding", "caller", "prefer_newest"), ("near_dup", "similarity", "merge_adjacent"), ("min_score",))
 CHECKPOINTS = (
-    (STAGES.index(filters.threshold), ("encoding", "caller", "prefer_newest", "near_dup", "similarity",
-                                       "merge_adjacent")),
-    (STAGES.index(budget.run), ("min_score",)),
+    (STAGES.index(dedup.near), _EARLY[0]),
+    (STAGES.index(filters.threshold), _EARLY[1]),
+    (STAGES.index(budget.run), _EARLY[2]),
+    # budget and select read the rest, save the order; listing them by exclusion keeps a new setting safe
+    (STAGES.index(order.run), ("inputs",) + tuple(f.name for f in dataclasses.fields(Config)
+                                                  if f.name != "order" and all(f.name not in e for e in _EARLY))),
 )
 _REMEMBERED: dict = {}
 
@@ -77,7 +83,7 @@ def build(candidates: Iterable[Candidate], query: str, config: Optional[Config] 
     # keyed by the candidates' identities: an entry holds them, so no other object can take those ids
     key, keys = (tuple(map(id, candidates)), query), []
     for _, settings in CHECKPOINTS:
-        key = key + tuple(getattr(config, f) for f in settings)
+        key = key + tuple(repr(inputs) if f == "inputs" else getattr(config, f) for f in settings)
         keys.append(key)
     done, state = 0, None
     for (stop, _), key in reversed(list(zip(CHECKPOINTS, keys))):
@@ -95,7 +101,7 @@ def build(candidates: Iterable[Candidate], query: str, config: Optional[Config] 
 
 
 def _remember(key, candidates, state) -> None:
-    if len(_REMEMBERED) >= 16:
+    if len(_REMEMBERED) >= 32:
         _REMEMBERED.pop(next(iter(_REMEMBERED)))
     _REMEMBERED[key] = (candidates, state)
 

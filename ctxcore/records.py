@@ -77,6 +77,19 @@ class Decision:
     position: Optional[int] = None
     text: Optional[str] = None  # the passage text when it differs from the candidate's
 
+    @classmethod
+    def quick(cls, id: str, fate: Fate, stage: str, reason: str, **rest) -> "Decision":
+        """``Decision(...)`` without the frozen dataclass's field-by-field setattr: a build over
+        10k candidates makes one per dropped candidate, and this is several times faster."""
+        if not rest.keys() <= _DECISION_DEFAULTS.keys():
+            raise TypeError(f"Decision has no field {sorted(rest.keys() - _DECISION_DEFAULTS.keys())[0]!r}")
+        d = object.__new__(cls)
+        d.__dict__.update(_DECISION_DEFAULTS, id=id, fate=fate, stage=stage, reason=reason, **rest)
+        return d
+
+
+_DECISION_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Decision)}
+
 
 @dataclass(frozen=True)
 class Config:

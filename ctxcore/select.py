@@ -24,9 +24,6 @@ def _fit(state, c, overhead, remaining):
     """(text, tokens, compressed) as the chunk would enter, or None with the reason it cannot."""
     cfg, count = state.config, state.tokenizer.count
     text, tokens, compressed = c.text, c.tokens, False
-    if overhead is None:  # its text alone is over what is left: no need to measure its label line
-        return None, (f"needs its {tokens} text tokens plus a label line but only {remaining} of the "
-                      f"{state.budget.docs}-token docs budget were left")
     cap = cfg.max_chunk_tokens
     if cap is not None and tokens > cap:
         short = shrink(text, state.query, cap, count) if cfg.compress else None
@@ -60,15 +57,20 @@ def run(state):
     original = {c.id: c for c in state.candidates}
     for c in walk:
         if cfg.max_passages is not None and len(kept) >= cfg.max_passages:
-            dropped.append(Decision(c.id, "over_budget", "select",
+            dropped.append(Decision.quick(c.id, "over_budget", "select",
                                     f"the passage limit (max_passages {cfg.max_passages}) was already reached"))
             continue
         if c.id not in overhead:
-            short = cfg.label_overhead == "auto" and not cfg.compress and c.tokens + floor > remaining
-            overhead[c.id] = None if short else label_overhead(state, c)
+            if cfg.label_overhead == "auto" and not cfg.compress and c.tokens + floor > remaining:
+                # its text alone is over what is left: the common case on big inputs, so no label is measured
+                dropped.append(Decision.quick(c.id, "over_budget", "select", (
+                    f"needs its {c.tokens} text tokens plus a label line but only {remaining} of the "
+                    f"{docs}-token docs budget were left")))
+                continue
+            overhead[c.id] = label_overhead(state, c)
         fit, why = _fit(state, c, overhead[c.id], remaining)
         if fit is None:
-            dropped.append(Decision(c.id, "over_budget", "select", why))
+            dropped.append(Decision.quick(c.id, "over_budget", "select", why))
             continue
         text, tokens, compressed = fit
         cost = tokens + overhead[c.id]
@@ -76,7 +78,7 @@ def run(state):
         if cfg.select == "mmr":
             accepted.add(c.id)
         how = {"score": "by score", "density": "by score per token", "mmr": "by MMR"}[cfg.select]
-        kept.append(Decision(
+        kept.append(Decision.quick(
             c.id, "kept", "select",
             f"rank {rank[c.id] + 1}, score {score_text(c.score)}; selected {how} for {cost} tokens "
             f"({docs - remaining} of {docs} used)" + (f"; compressed from {c.tokens} tokens" if compressed else ""),

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from .records import Block, Budget, Candidate, Config, Decision, Inputs
-from .tokens import Tokenizer
+from .tokens import Counting, Tokenizer
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,7 @@ class State:
     history_used: tuple[dict, ...] = ()
     abstain: bool = False
     warnings: tuple[str, ...] = ()
-    counting: Optional[Future] = None          # token counts being computed in the background
+    counting: Optional[Counting] = None        # token counts being made in the background
 
     def drop(self, decisions: list[Decision]) -> "State":
         """Remove the decided candidates from the survivors and record their fates."""

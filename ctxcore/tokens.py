@@ -15,7 +15,7 @@ import math
 import os
 import tempfile
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 
@@ -115,28 +115,12 @@ class Tokenizer:
         return _count_cached(self, text)
 
     def count_many(self, texts) -> list[int]:
-        """Counts for many texts; uncached ones are tokenized in one batch."""
-        cache = _CACHE.setdefault(self.name, {})
-        missing = list(dict.fromkeys(t for t in texts if t not in cache))
-        if missing:
-            if self._encoding is None:
-                counts = [_approximate(t) for t in missing]
-            else:
-                counts = [len(ids) for ids in self._encoding.encode_ordinary_batch(missing, num_threads=2)]
-            with _LOCK:
-                cache.update(zip(missing, counts))
-        return [cache[t] for t in texts]
+        """Counts for many texts; uncached ones are tokenized once each, on every core."""
+        return self.count_later(texts).result()
 
-    def count_later(self, texts) -> Future:
-        """``count_many`` in the background: tiktoken releases the GIL, so the stages that only
-        need the text (dedup, filters) run while the counting goes on."""
-        texts = list(texts)
-        cache = _CACHE.get(self.name, {})
-        if all(t in cache for t in texts):
-            done: Future = Future()
-            done.set_result([cache[t] for t in texts])
-            return done
-        return _COUNTER.submit(self.count_many, texts)
+    def count_later(self, texts) -> "Counting":
+        """Start counting ``texts`` in the background; ``.result()`` gives the counts in order."""
+        return Counting(self, list(texts))
 
     def pieces(self, text: str) -> list[str]:
         """The text split at token boundaries (for showing them)."""
@@ -151,6 +135,42 @@ class Tokenizer:
             return list(range(0, len(text), 4))
         _, starts = self._encoding.decode_with_offsets(self._encoding.encode_ordinary(text))
         return starts
+
+
+class Counting:
+    """Token counts of many texts, made while the caller does other work.
+
+    A background thread takes the uncached texts a slice at a time; when the
+    caller asks for the result it takes slices too, so every core counts and
+    no text is counted twice. tiktoken releases the GIL while it encodes, so
+    the stages that need only the text (filters, dedup) run meanwhile.
+    """
+
+    _SLICE = 32
+
+    def __init__(self, tok: Tokenizer, texts: list[str]):
+        cache = _CACHE.setdefault(tok.name, {})
+        self._tok, self._texts, self._cache = tok, texts, cache
+        self._todo = list(dict.fromkeys(t for t in texts if t not in cache))
+        self._slices = iter(range(0, len(self._todo), self._SLICE))  # next() is atomic: each slice goes to one thread
+        self._counts = [0] * len(self._todo)
+        self._helper = _COUNTER.submit(self._work) if self._todo else None
+
+    def _work(self) -> None:
+        todo, counts, tok = self._todo, self._counts, self._tok
+        encode = tok._encoding.encode_ordinary if tok._encoding is not None else None
+        for start in self._slices:
+            for k in range(start, min(start + self._SLICE, len(todo))):
+                counts[k] = len(encode(todo[k])) if encode else _approximate(todo[k])
+
+    def result(self) -> list[int]:
+        if self._helper is not None:
+            self._work()
+            self._helper.result()
+            with _LOCK:
+                self._cache.update(zip(self._todo, self._counts))
+            self._helper = None
+        return [self._cache[t] for t in self._texts]
 
 
 def _approximate(text: str) -> int:

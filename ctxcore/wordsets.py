@@ -1,0 +1,188 @@
+"""The word sets of many texts at once, and their similarity self-join, in numpy.
+
+The same sets and the same pairs as :func:`ctxcore.dedup.words` and
+:func:`ctxcore.dedup.similar_pairs`, exactly (tests compare them), for inputs
+large enough that a Python loop over every word would cost more than counting
+the tokens does.
+
+A word is a run of ``[a-z0-9]`` in the lower-cased text. Words of up to twelve
+characters are written as base-37 numbers with digits 1..36, which is
+injective and fits in 63 bits; longer words get ids from a dictionary. No
+hashing, so two different words can never be taken for one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+_CODES = np.zeros(256, dtype=np.uint8)
+_CODES[np.frombuffer(b"0123456789abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)] = np.arange(1, 37)
+_PACKED = 12            # 37**12 < 2**63
+_LONG = np.uint64(1 << 63)
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+_37_4 = np.uint64(37 ** 4)
+_BATCH = 2_000_000      # candidate pairs verified at a time (bounds memory on texts that all look alike)
+
+
+@dataclass(frozen=True)
+class WordSets:
+    """Each text's distinct words as ids, row i in ``ids[starts[i]:starts[i + 1]]``, rarest first.
+
+    Rarity is the number of texts holding the word (ties by id); the join's
+    prefix filter needs one global order, and any order gives the same pairs.
+    """
+
+    starts: np.ndarray   # int64, len(texts) + 1
+    ids: np.ndarray      # int64, the words of every row, each row in ascending rarity rank
+    sizes: np.ndarray    # int64, words per row
+    vocabulary: int
+
+    def row(self, i: int) -> np.ndarray:
+        return self.ids[self.starts[i]:self.starts[i + 1]]
+
+
+def word_sets(texts: Sequence[str]) -> WordSets:
+    """Word sets of ``texts`` (as ranks in one rarity order).
+
+    >>> ws = word_sets(["Refunds: 5 days", "5 DAYS", ""])
+    >>> ws.sizes.tolist(), ws.vocabulary
+    ([3, 2, 0], 3)
+    """
+    lowered = [t.lower() for t in texts]
+    blob = "\n".join(lowered).encode("utf-8", "surrogatepass")  # non-ASCII bytes are >= 0x80: never a word
+    lengths = np.fromiter((len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass")) for s in lowered),
+                          dtype=np.int64, count=len(lowered))
+    text_starts = np.zeros(len(texts), dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=text_starts[1:])
+
+    codes = np.concatenate([_CODES[np.frombuffer(blob, dtype=np.uint8)], np.zeros(16, dtype=np.uint8)])
+    edges = np.diff((codes > 0).view(np.int8), prepend=np.int8(0))
+    first = np.flatnonzero(edges == 1)
+    length = np.flatnonzero(edges == -1) - first
+    per_text = np.diff(np.searchsorted(first, text_starts), append=len(first))
+    text = np.repeat(np.arange(len(texts), dtype=np.int64), per_text)
+
+    # eight codes at a time, read as one little-endian integer; bytes past the word are masked to zero
+    window = np.ndarray((len(codes) - 7,), dtype="<u8", buffer=codes, strides=(1,))
+    head = _base37(window[first] & _MASKS[np.minimum(length, 8)])
+    tail = _base37(window[first + 8] & _MASKS[np.clip(length - 8, 0, 4)]) // _37_4  # its first four digits
+    key = head * _37_4 + tail
+    long_words = np.flatnonzero(length > _PACKED)
+    if long_words.size:
+        seen: dict[bytes, int] = {}
+        key[long_words] = _LONG | np.fromiter(
+            (seen.setdefault(blob[s:s + n], len(seen)) for s, n in zip(first[long_words].tolist(),
+                                                                   length[long_words].tolist())),
+            dtype=np.uint64, count=long_words.size)
+
+    order = np.argsort(key)
+    ordered = key[order]
+    word = np.concatenate([[0], np.cumsum(ordered[1:] != ordered[:-1])]) if len(key) else np.zeros(0, np.int64)
+    vocabulary = int(word[-1]) + 1 if len(word) else 0
+    width = max(len(texts), 1)
+    word, row = np.divmod(_distinct(word * width + text[order]), width)  # one entry per (word, text holding it)
+    texts_holding = np.bincount(word, minlength=vocabulary)
+    rank = np.empty(vocabulary, dtype=np.int64)
+    rank[np.argsort(texts_holding, kind="stable")] = np.arange(vocabulary)
+    ranked = np.sort(row * max(vocabulary, 1) + rank[word]) % max(vocabulary, 1)
+    sizes = np.bincount(row, minlength=len(texts)).astype(np.int64)
+    starts = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    return WordSets(starts, ranked, sizes, vocabulary)
+
+
+def _base37(x: np.ndarray) -> np.ndarray:
+    """Eight byte-sized digits (the first in the lowest byte) as one base-37 number, first digit highest."""
+    x = (x & np.uint64(0x00FF00FF00FF00FF)) * np.uint64(37) + ((x >> np.uint64(8)) & np.uint64(0x00FF00FF00FF00FF))
+    x = (x & np.uint64(0x0000FFFF0000FFFF)) * np.uint64(37 ** 2) + ((x >> np.uint64(16)) & np.uint64(0x0000FFFF0000FFFF))
+    return (x & np.uint64(0xFFFFFFFF)) * np.uint64(37 ** 4) + (x >> np.uint64(32))
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (``np.unique`` without its slower paths)."""
+    values = np.sort(values)
+    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
+
+
+def similar_pairs(sets: WordSets, threshold: float) -> list[list[tuple[int, float]]]:
+    """For each row, every earlier row with Jaccard >= threshold, ascending: the self-join.
+
+    Two sets of sizes a and b at or above the threshold share at least
+    ``t/(1+t) * (a+b)`` words, so they share a word among their rarest
+    ``n - ceil(t*n) + 1`` (the prefix filter). A candidate pair is dropped when
+    the words left after its first shared word (positional filter), or the
+    words it shares in both prefixes plus those beyond the shorter-reaching
+    prefix, are too few; the rest are verified by counting shared words.
+
+    >>> similar_pairs(word_sets(["a b c d e", "a b c d e f", "x y z", "a b c d e"]), 0.8)
+    [[], [(0, 0.8333333333333334)], [], [(0, 1.0), (1, 0.8333333333333334)]]
+    """
+    n = len(sets.sizes)
+    out: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    if n < 2 or not len(sets.ids):
+        return out
+    sizes = sets.sizes
+    need = np.maximum(1, np.ceil(threshold * sizes - 1e-9)).astype(np.int64)  # the epsilon only lengthens prefixes
+    prefix = np.where(sizes > 0, sizes - need + 1, 0)
+    last = np.where(prefix > 0, sets.ids[np.minimum(sets.starts[:-1] + prefix - 1, len(sets.ids) - 1)], -1)
+    position = np.arange(len(sets.ids)) - np.repeat(sets.starts[:-1], sizes)
+    in_prefix = position < np.repeat(prefix, sizes)
+    rows = np.repeat(np.arange(n, dtype=np.int64), sizes)[in_prefix]
+    word, position = sets.ids[in_prefix], position[in_prefix]
+    grouped = np.argsort(word * n + rows)  # by word, rows ascending inside a group
+    word, rows, position = word[grouped], rows[grouped], position[grouped]
+    group_start = np.searchsorted(word, word)
+    before = np.arange(len(word)) - group_start  # earlier rows holding this word in their prefix
+    share, slack = threshold / (1 + threshold), 1 - 1e-9  # slack: prune only when clearly impossible
+    # batches of later rows, so that every shared word of a pair is seen in one batch
+    upto = np.cumsum(np.bincount(rows, weights=before, minlength=n))
+    r0 = 0
+    while r0 < n:
+        r1 = max(r0 + 1, int(np.searchsorted(upto, (upto[r0 - 1] if r0 else 0) + _BATCH, side="right")))
+        sel = np.flatnonzero((rows >= r0) & (rows < r1) & (before > 0))
+        r0 = r1
+        count = before[sel]
+        right = np.repeat(sel, count)
+        left = np.repeat(group_start[sel] - np.cumsum(count) + count, count) + np.arange(len(right))
+        i, j = rows[right], rows[left]
+        a, b = sizes[i], sizes[j]
+        fits = (b >= threshold * a * slack) & (b <= a / threshold / slack)
+        reach = np.minimum(a - position[right], b - position[left])[fits]  # words left from this one on
+        key = i[fits] * n + j[fits]
+        order = np.argsort(key)
+        key, reach = key[order], reach[order]
+        if not len(key):
+            continue
+        run = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+        both = np.diff(run, append=len(key))  # words shared inside both prefixes
+        reach = np.maximum.reduceat(reach, run)
+        i, j = np.divmod(key[run], n)
+        a, b = sizes[i], sizes[j]
+        beyond = np.where(last[i] <= last[j], a - prefix[i], b - prefix[j])
+        enough = share * (a + b) * slack
+        ok = (reach >= enough) & (both + beyond >= enough)
+        i, j = i[ok], j[ok]
+        if not len(i):
+            continue
+        shared = _shared(sets, i, j)
+        sim = shared / (sizes[i] + sizes[j] - shared)
+        for x, y, z in zip(i.tolist(), j.tolist(), sim.tolist()):
+            if z >= threshold:
+                out[x].append((y, z))
+    return out
+
+
+def _shared(sets: WordSets, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """How many words rows i[p] and j[p] have in common, for every p."""
+    v = max(sets.vocabulary, 1)
+    both = np.concatenate([i, j])
+    count = sets.sizes[both]
+    pair = np.repeat(np.concatenate([np.arange(len(i))] * 2), count)
+    at = np.repeat(sets.starts[both] - np.concatenate([[0], np.cumsum(count)[:-1]]), count) + np.arange(count.sum())
+    keys = np.sort(pair * v + sets.ids[at])
+    twice = keys[1:][keys[1:] == keys[:-1]]  # each row holds a word once, so a repeat is a shared word
+    return np.bincount(twice // v, minlength=len(i))
+

@@ -1,0 +1,108 @@
+"""The numpy word sets and self-join give exactly what the Python definition gives."""
+
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ctxcore import Candidate, Config, build, dedup, wordsets
+from ctxcore.dedup import jaccard, near_duplicates_naive, near_matches, words
+
+# words that sit on the packing's edges: 8, 9, 12 and 13 characters, equal first twelve, digits, case
+EDGES = ["abcdefgh", "abcdefghi", "abcdefghijkl", "abcdefghijklm", "abcdefghijkln", "abcdefghijklmnopqrstuvwxyz0",
+         "a", "b", "a0", "0a", "z9", "zzzzzzzzzzzz", "ZZZZZZZZZZZZ", "9999999999999", "x" * 40, "x" * 41]
+# separators and text whose lower-casing makes ASCII letters: Kelvin sign, dotted capital I, sigma, CJK, emoji
+ODD = ["\u212a", "\u0130", "\u03a3", "é", "退款", "\U0001f600", "\n", "\t", "-", "'", "\x00", "_"]
+
+text = st.lists(st.sampled_from(EDGES + ODD + ["refund", "Refund", "days", "five", "5"]), max_size=25).map(
+    lambda parts: " ".join(parts) if len(parts) % 2 else "".join(parts))
+
+
+def _shared_matrix(texts):
+    sets = wordsets.word_sets(texts)
+    return [[len(set(sets.row(i).tolist()) & set(sets.row(j).tolist())) for j in range(len(texts))]
+            for i in range(len(texts))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(text, max_size=12))
+def test_word_sets_are_the_word_sets_of_the_definition(texts):
+    sets = wordsets.word_sets(texts)
+    assert sets.sizes.tolist() == [len(words(t)) for t in texts]
+    expected = [[len(words(a) & words(b)) for b in texts] for a in texts]
+    assert _shared_matrix(texts) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(text, max_size=30), st.floats(0.05, 1.0))
+def test_self_join_equals_the_python_join(texts, threshold):
+    expected = dedup.similar_pairs([words(t) for t in texts], threshold)
+    assert wordsets.similar_pairs(wordsets.word_sets(texts), threshold) == expected
+
+
+def test_long_words_equal_in_their_first_twelve_characters_stay_apart():
+    texts = ["abcdefghijklm pay", "abcdefghijkln pay", "abcdefghijkl pay", "abcdefghijklm pay"]
+    assert _shared_matrix(texts)[0] == [2, 1, 1, 2]
+    assert wordsets.similar_pairs(wordsets.word_sets(texts), 0.9) == [[], [], [], [(0, 1.0)]]
+
+
+def _corpus(n, seed):
+    """Chunks of 20-120 words from a Zipf-like vocabulary, a fifth of them edited copies of earlier ones."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(3000)]
+    weights = [1 / (r + 1) for r in range(len(vocab))]
+    out = []
+    for _ in range(n):
+        if out and rng.random() < 0.2:
+            parts = rng.choice(out).split()
+            for _ in range(rng.randint(1, 6)):
+                parts[rng.randrange(len(parts))] = rng.choice(vocab)
+            out.append(" ".join(parts))
+        else:
+            out.append(" ".join(rng.choices(vocab, weights, k=rng.randint(20, 120))))
+    return out
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.95])
+def test_near_dedup_of_thousands_equals_all_pairs(threshold):
+    texts = _corpus(1500, seed=int(threshold * 100))
+    got = near_matches(texts, "words", threshold)  # 1500 texts: the numpy path
+    assert len(texts) >= dedup._VECTORISED_FROM
+    assert got == near_duplicates_naive([words(t) for t in texts], threshold)
+    assert sum(m is not None for m in got) > 50  # the planted copies are found, so the test can fail
+
+
+def test_small_batches_give_the_same_pairs(monkeypatch):
+    texts = _corpus(400, seed=3)
+    whole = wordsets.similar_pairs(wordsets.word_sets(texts), 0.6)
+    monkeypatch.setattr(wordsets, "_BATCH", 7)
+    assert wordsets.similar_pairs(wordsets.word_sets(texts), 0.6) == whole
+    assert sum(map(len, whole)) > 20
+
+
+def test_stage_names_the_same_survivor_and_similarity_as_the_definition():
+    texts = _corpus(1200, seed=11)
+    cands = [Candidate(f"c{i}", t, round(1 - i / 2000, 4)) for i, t in enumerate(texts)]
+    trace = build(cands, "w1 w2", Config(budget=500))
+    naive = near_duplicates_naive([words(t) for t in texts], 0.8)  # input order is rank order here
+    for c, m in zip(cands, naive):
+        d = trace.decision(c.id)
+        if d.fate in ("exact_duplicate",):
+            continue
+        if m is None:
+            assert d.fate != "near_duplicate", c.id
+        else:
+            assert d.fate == "near_duplicate" and d.duplicate_of == f"c{m[0]}", c.id
+            assert d.similarity == round(jaccard(words(c.text), words(texts[m[0]])), 4)
+
+
+def test_lower_threshold_rebuild_reuses_word_sets_and_matches_a_fresh_build():
+    texts = _corpus(1200, seed=5)
+    cands = [Candidate(f"c{i}", t, round(1 - i / 2000, 4)) for i, t in enumerate(texts)]
+    build(cands, "q", Config(budget=500, near_dup=0.9))
+    again = build(cands, "q", Config(budget=500, near_dup=0.6))
+    dedup._JOINS.clear()
+    fresh = build(cands, "q", Config(budget=500, near_dup=0.6))
+    assert again.to_json() == fresh.to_json()
+    assert again.fate_counts()["near_duplicate"] > build(cands, "q", Config(budget=500, near_dup=0.9)).fate_counts()[
+        "near_duplicate"]
