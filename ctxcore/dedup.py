@@ -150,7 +150,7 @@ def first_survivor(pairs: Sequence[Sequence[tuple[int, float]]], threshold: floa
     alive: list[bool] = []
     out: list[Match] = []
     for found in pairs:
-        match = next(((j, sim) for j, sim in found if sim >= threshold and alive[j]), None)
+        match = next(((j, sim) for j, sim in found if sim >= threshold and alive[j]), None) if found else None
         out.append(match)
         alive.append(match is None)
     return out
@@ -188,35 +188,39 @@ def cosine_duplicates(vectors: Sequence[Optional[Sequence[float]]], threshold: f
 
 
 def exact(state):
-    """Drop candidates whose text is identical to a higher-ranked one."""
+    """Drop candidates whose text is identical to a higher-ranked one (the reason names the text's
+    SHA-256, which is how logs and other tools identify a chunk's content)."""
     first: dict[str, str] = {}
     out = []
     for c in state.alive:
-        h = digest(c.text)
-        if h in first:
+        earlier = first.setdefault(c.text, c.id)
+        if earlier != c.id:
             out.append(Decision.quick(c.id, "exact_duplicate", "exact_dedup",
-                                f"same text (SHA-256 {h[:12]}) as higher-ranked {first[h]}",
-                                duplicate_of=first[h], similarity=1.0))
-        else:
-            first[h] = c.id
+                                      f"same text (SHA-256 {digest(c.text)[:12]}) as higher-ranked {earlier}",
+                                      duplicate_of=earlier, similarity=1.0))
     return state.drop(out)
 
 
 _MEASURES = {"words": words, "shingles": shingles}
 _VECTORISED_FROM = 1000  # texts; below this numpy costs more to import than it saves
+_MARGIN, _LOWEST = 0.1, 0.5  # a vectorised join reaches this far below the threshold asked for (not under 0.5)
 
 
-def join_texts(texts: Sequence[str], similarity: str, threshold: float):
-    """The similarity self-join of ``texts`` under a set measure, and what a lower threshold can reuse.
+def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=None):
+    """The similarity self-join of ``texts`` under a set measure: (pairs, word sets, lowest similarity
+    the pairs go down to).
 
-    Word sets of many texts go through numpy (:mod:`ctxcore.wordsets`), with the same result.
+    Word sets of many texts go through numpy (:mod:`ctxcore.wordsets`), with the same result; that
+    join reaches a little below ``threshold``, so the next steps down a slider reuse it, and its
+    word sets are handed back for a join further down.
     """
-    if similarity == "words" and len(texts) >= _VECTORISED_FROM:
+    if sets is not None or (similarity == "words" and len(texts) >= _VECTORISED_FROM):
         from . import wordsets
 
-        sets = wordsets.word_sets(texts)
-        return wordsets.similar_pairs(sets, threshold), sets
-    return similar_pairs([_MEASURES[similarity](t) for t in texts], threshold), None
+        sets = wordsets.word_sets(texts) if sets is None else sets
+        lower = min(threshold, max(threshold - _MARGIN, _LOWEST))
+        return wordsets.similar_pairs(sets, lower), sets, lower
+    return similar_pairs([_MEASURES[similarity](t) for t in texts], threshold), None, threshold
 
 
 def near_matches(texts: Sequence[str], similarity: str, threshold: float) -> list[Match]:
@@ -233,18 +237,13 @@ _JOINS: dict = {}
 
 def _memo_near(texts: tuple[str, ...], similarity: str, threshold: float) -> list[Match]:
     """Near-dedup of the survivors in rank order. The similarity join behind it is remembered, so a
-    rebuild with other settings, or with a higher threshold, does not compare texts again; a lower
-    threshold joins again, reusing the word sets."""
+    rebuild with other settings, or with a threshold the join reaches, does not compare texts again;
+    one below it joins again from the remembered word sets."""
     key = (texts, similarity)
     joined = _JOINS.get(key)
     if joined is None or joined[0] > threshold:
-        if joined is not None and joined[2] is not None:
-            from . import wordsets
-
-            pairs, sets = wordsets.similar_pairs(joined[2], threshold), joined[2]
-        else:
-            pairs, sets = join_texts(texts, similarity, threshold)
-        joined = (threshold, pairs, sets)
+        pairs, sets, lower = join_texts(texts, similarity, threshold, sets=joined[2] if joined else None)
+        joined = (lower, pairs, sets)
         _JOINS.pop(key, None)
         if len(_JOINS) >= 8:
             _JOINS.pop(next(iter(_JOINS)))
@@ -270,10 +269,10 @@ def near(state):
             return state.warn(f"cosine near-dedup skipped: {err}")
         measure = "cosine"
     else:
-        matches = _memo_near(tuple(x.text for x in alive), c.similarity, c.near_dup)
+        matches = _memo_near(tuple([x.text for x in alive]), c.similarity, c.near_dup)
         measure = "word-set Jaccard" if c.similarity == "words" else "5-character shingle Jaccard"
     out = [Decision.quick(x.id, "near_duplicate", "near_dedup",
-                    f"{measure} {m[1]:.3f} with higher-ranked {alive[m[0]].id} (threshold {c.near_dup:g})",
-                    duplicate_of=alive[m[0]].id, similarity=round(m[1], 4))
+                          f"{measure} {m[1]:.3f} with higher-ranked {alive[m[0]].id} (threshold {c.near_dup:g})",
+                          duplicate_of=alive[m[0]].id, similarity=round(m[1], 4))
            for x, m in zip(alive, matches) if m is not None]
     return state.drop(out).warn(*warnings)

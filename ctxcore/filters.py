@@ -19,7 +19,7 @@ def permitted(state):
     if caller is None:
         return state
     out = [Decision.quick(c.id, "not_permitted", "permissions",
-                    f"caller {caller!r} is not among the permitted {', '.join(c.permissions) or '(none)'}")
+                          f"caller {caller!r} is not among the permitted {', '.join(c.permissions) or '(none)'}")
            for c in state.alive if c.permissions is not None and caller not in c.permissions]
     return state.drop(out)
 
@@ -108,8 +108,8 @@ def newest(state):
                 f"{_listing(old_nums)}; newest ({_label(survivor)}) says {_listing(new_nums)}")
         if state.config.prefer_newest:
             out += [Decision.quick(c.id, "stale", "stale",
-                             f"{doc} version {_label(c)} is older than {_label(survivor)} "
-                             f"(present as {survivor.id})", superseded_by=survivor.id)
+                                   f"{doc} version {_label(c)} is older than {_label(survivor)} "
+                                   f"(present as {survivor.id})", superseded_by=survivor.id)
                     for c in older]
     return state.drop(out).warn(*warnings)
 
@@ -122,6 +122,6 @@ def threshold(state):
     if state.alive and all(c.score is None for c in state.alive):
         return state.warn(f"min_score {floor} not applied: no candidate has a score")
     out = [Decision.quick(c.id, "below_threshold", "threshold",
-                    f"score {score_text(c.score)} is below the minimum {floor:g}")
+                          f"score {score_text(c.score)} is below the minimum {floor:g}")
            for c in state.alive if c.score is not None and c.score < floor]
     return state.drop(out)

@@ -47,9 +47,9 @@ def run(state):
                 head, text=text, score=max(scores) if scores else None,
                 tokens=state.tokenizer.count(text))
             out += [Decision.quick(m.id, "merged", "merge",
-                             f"chunk {m.chunk_index} of {doc} follows chunk {m.chunk_index - 1}; "
-                             f"joined into the passage of {head.id} (chunks {r[0]}-{r[-1]})",
-                             merged_into=head.id) for m in members[1:]]
+                                   f"chunk {m.chunk_index} of {doc} follows chunk {m.chunk_index - 1}; "
+                                   f"joined into the passage of {head.id} (chunks {r[0]}-{r[-1]})",
+                                   merged_into=head.id) for m in members[1:]]
     if not heads:
         return state
     state = state.drop(out)

@@ -41,32 +41,56 @@ def _fit(state, c, overhead, remaining):
     return (text, tokens, compressed), None
 
 
+def _too_long(rest, remaining, docs) -> list[Decision]:
+    """over_budget for chunks whose text alone is over what is left (their label lines are not measured)."""
+    return [Decision.quick(c.id, "over_budget", "select",
+                           f"needs its {c.tokens} text tokens plus a label line but only {remaining} of the "
+                           f"{docs}-token docs budget were left") for c in rest]
+
+
+def _least_from(tokens: list[int]) -> list[int]:
+    """least_from[k] = min(tokens[k:]).
+
+    >>> _least_from([5, 3, 9, 4])
+    [3, 3, 4, 4]
+    """
+    out, least = [0] * len(tokens), float("inf")
+    for k in range(len(tokens) - 1, -1, -1):
+        least = out[k] = min(least, tokens[k])
+    return out
+
+
 def run(state):
     cfg, docs = state.config, state.budget.docs
     rank = state.rank
     overhead = {}
     if cfg.select == "density":
         overhead = {c.id: label_overhead(state, c) for c in state.alive}
-        walk = iter(_density_order(state.alive, {c.id: c.tokens + overhead[c.id] for c in state.alive}, rank))
+        walk = _density_order(state.alive, {c.id: c.tokens + overhead[c.id] for c in state.alive}, rank)
     elif cfg.select == "mmr":
         walk = _mmr(state.alive, cfg.mmr_lambda, rank, accepted := set())
     else:
-        walk = iter(state.alive)
+        walk = state.alive
+    # with the walk known in advance, the moment no later chunk's text fits ends it at once
+    least_from = _least_from([c.tokens for c in walk]) if cfg.select != "mmr" else None
+    unmeasured = cfg.label_overhead == "auto" and not cfg.compress
+    limit = cfg.max_passages
     remaining, kept, dropped = docs, [], []
     floor = least_overhead(state)  # no label line costs less: chunks that cannot fit are not measured
     original = {c.id: c for c in state.candidates}
-    for c in walk:
-        if cfg.max_passages is not None and len(kept) >= cfg.max_passages:
+    for k, c in enumerate(walk):
+        if limit is not None and len(kept) >= limit:
             dropped.append(Decision.quick(c.id, "over_budget", "select",
-                                    f"the passage limit (max_passages {cfg.max_passages}) was already reached"))
+                                          f"the passage limit (max_passages {limit}) was already reached"))
             continue
-        if c.id not in overhead:
-            if cfg.label_overhead == "auto" and not cfg.compress and c.tokens + floor > remaining:
-                # its text alone is over what is left: the common case on big inputs, so no label is measured
-                dropped.append(Decision.quick(c.id, "over_budget", "select", (
-                    f"needs its {c.tokens} text tokens plus a label line but only {remaining} of the "
-                    f"{docs}-token docs budget were left")))
+        if c.id not in overhead and unmeasured:
+            if least_from is not None and least_from[k] + floor > remaining:
+                dropped += _too_long(walk[k:], remaining, docs)
+                break
+            if c.tokens + floor > remaining:
+                dropped += _too_long([c], remaining, docs)
                 continue
+        if c.id not in overhead:
             overhead[c.id] = label_overhead(state, c)
         fit, why = _fit(state, c, overhead[c.id], remaining)
         if fit is None:

@@ -34,11 +34,9 @@ class State:
         """Remove the decided candidates from the survivors and record their fates."""
         if not decisions:
             return self
-        gone = {d.id for d in decisions}
-        removed = dict(self.removed)
-        removed.update((d.id, d) for d in decisions)
-        alive = tuple(c for c in self.alive if c.id not in gone)
-        return dataclasses.replace(self, alive=alive, removed=removed)
+        gone = {d.id: d for d in decisions}
+        alive = tuple([c for c in self.alive if c.id not in gone])
+        return dataclasses.replace(self, alive=alive, removed={**self.removed, **gone})
 
     def warn(self, *messages: str) -> "State":
         return dataclasses.replace(self, warnings=self.warnings + tuple(messages))

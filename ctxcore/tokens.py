@@ -220,14 +220,32 @@ def clear_cache() -> None:
     with _LOCK:
         _CACHE.clear()
         _COUNTED.clear()
+        _ATTACHED.clear()
+
+
+_ATTACHED: dict = {}
 
 
 def run(state):
     """Attach every candidate's token count (counted in the background since the build started)."""
-    counts = dict(zip((c.id for c in state.candidates), state.counting.result()))
+    attached = _ATTACHED.get(id(state.candidates))
+    if attached is None or attached[0] is not state.candidates:
+        attached = _attach(state)
+        if len(_ATTACHED) >= 8:
+            _ATTACHED.pop(next(iter(_ATTACHED)))
+        _ATTACHED[id(state.candidates)] = attached
+    given, counted, swap = attached
+    # a merged passage is a new record whose joined text the merge stage counted itself
+    return state.replace(candidates=counted, counting=None,
+                         alive=tuple([swap.get(id(c), c) for c in state.alive]))
 
-    def counted(c):
-        n = counts.get(c.id, c.tokens)
+
+def _attach(state):
+    """(the candidates, the same with counts, id of each -> its counted record). A rebuild resumed
+    from a remembered state has the same candidates tuple, and gets this back without a pass over them."""
+    counts = state.counting.result()
+
+    def counted(c, n):
         if c.tokens == n:
             return c
         key = (c, n)
@@ -240,7 +258,6 @@ def run(state):
 
     if len(_COUNTED) > 500_000:
         _COUNTED.clear()
-    given = {c.id: c for c in state.candidates}
-    # a merged passage is a new record whose joined text the merge stage counted itself
-    return state.replace(candidates=tuple(map(counted, state.candidates)), counting=None,
-                         alive=tuple(counted(c) if c is given[c.id] else c for c in state.alive))
+    given = state.candidates
+    with_counts = tuple(map(counted, given, counts))
+    return given, with_counts, {id(c): n for c, n in zip(given, with_counts)}

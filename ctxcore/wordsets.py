@@ -94,10 +94,13 @@ def word_sets(texts: Sequence[str]) -> WordSets:
     return WordSets(starts, ranked, sizes, vocabulary)
 
 
+_EVERY_OTHER_BYTE, _EVERY_OTHER_PAIR = np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF)
+
+
 def _base37(x: np.ndarray) -> np.ndarray:
     """Eight byte-sized digits (the first in the lowest byte) as one base-37 number, first digit highest."""
-    x = (x & np.uint64(0x00FF00FF00FF00FF)) * np.uint64(37) + ((x >> np.uint64(8)) & np.uint64(0x00FF00FF00FF00FF))
-    x = (x & np.uint64(0x0000FFFF0000FFFF)) * np.uint64(37 ** 2) + ((x >> np.uint64(16)) & np.uint64(0x0000FFFF0000FFFF))
+    x = (x & _EVERY_OTHER_BYTE) * np.uint64(37) + ((x >> np.uint64(8)) & _EVERY_OTHER_BYTE)
+    x = (x & _EVERY_OTHER_PAIR) * np.uint64(37 ** 2) + ((x >> np.uint64(16)) & _EVERY_OTHER_PAIR)
     return (x & np.uint64(0xFFFFFFFF)) * np.uint64(37 ** 4) + (x >> np.uint64(32))
 
 
