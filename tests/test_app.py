@@ -338,6 +338,7 @@ def test_a_file_loaded_on_one_page_then_edited_shows_the_edit_on_the_other():
 
 def test_slider_move_does_not_recount_tokens():
     st.cache_data.clear()
+    st.cache_resource.clear()  # every build below really runs
     at = start()
     reset(at)
     upload(at, "seed.json")
@@ -353,6 +354,68 @@ def test_slider_move_does_not_recount_tokens():
     assert after.config.near_dup == 0.95 and after.config.budget == 45
     assert after.decisions != before_trace.decisions  # the builds really ran
     assert cache_size("cl100k_base") == size
+
+
+def test_a_rerun_that_changes_no_setting_reuses_the_build(monkeypatch):
+    """A toggle or a row click reruns the page but not the engine: the same trace and fates frame are shown."""
+    builds = []
+    real = ctxcore.Loaded.build
+
+    def counting(self, *args, **kwargs):
+        builds.append(args)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ctxcore.Loaded, "build", counting)
+    st.cache_resource.clear()
+    at = start()
+    reset(at)
+    upload(at, "seed.json")
+    trace, table, n = at.session_state["ctx.trace"], fates(at), len(builds)
+    at.toggle(key="dbg.full_scale").set_value(True)
+    rerun(at)
+    assert len(builds) == n and at.session_state["ctx.trace"] is trace
+    assert at.session_state["ctx.fates_memo"][0] is trace and fates(at).equals(table)
+    at.toggle(key="dbg.budget_on").set_value(True)
+    rerun(at)
+    at.number_input(key="dbg.budget").set_value(45)
+    rerun(at)
+    assert len(builds) == n + 2  # a setting change is a real build, and the page shows it
+    loaded = at.session_state["ctx.loaded"]
+    assert kept(at) == expected(loaded, **{**loaded.config, "budget": 45}).fate_counts()["kept"]
+    assert at.session_state["ctx.trace"].config.budget == 45 and not fates(at).equals(table)
+
+
+def _in_page_order(node) -> list:
+    out = [node]
+    for key in sorted(getattr(node, "children", {}) or {}):
+        out += _in_page_order(node.children[key])
+    return out
+
+
+def test_headline_metrics_come_before_the_heavy_elements():
+    """The browser shows Kept and the evidence tokens before the fates table and the charts are even built."""
+    at = start()
+    kinds = [getattr(n, "type", None) for n in _in_page_order(at.main)]
+    labels = [n.label for n in _in_page_order(at.main) if getattr(n, "type", None) == "metric"]
+    assert labels[:4] == ["Candidates", "Kept", "Dropped", "Evidence tokens / docs budget"]
+    first_metric = kinds.index("metric")
+    for heavy in ("plotly_chart", "dataframe", "download_button"):
+        assert heavy in kinds and kinds.index(heavy) > first_metric, (heavy, kinds)
+
+
+def test_trace_download_is_made_on_click_and_is_the_shown_trace():
+    at = start()
+    upload(at, "seed.json")
+    trace, loaded = at.session_state["ctx.trace"], at.session_state["ctx.loaded"]
+    import ctxui
+
+    files = {f[0]: f for f in ctxui.download_files(trace, loaded)}
+    assert list(files) == [b.label for b in at.get("download_button")]
+    _, data, name, mime, *_ = files["Trace JSON"]
+    assert callable(data) and name == "seed.trace.json" and mime == "application/json"
+    assert data() == trace.to_json()  # what the button serves when clicked
+    assert files["Prompt text"][1] == trace.prompt.text
+    assert json.loads(files["Settings JSON"][1]) == trace.config.to_dict()
 
 
 # --------------------------------------------------------------------------- safety
@@ -430,7 +493,7 @@ def test_an_unexpected_failure_is_one_error_line(monkeypatch):
     errs = [plain(e.value) for e in at.error]
     assert len(errs) == 1 and "RuntimeError: renderer exploded" in errs[0] and "second line" not in errs[0]
     monkeypatch.setattr(ctxcore.Loaded, "build", boom)  # now the build itself fails
-    st.cache_data.clear()
+    st.cache_resource.clear()  # (builds are cached as objects: ctxui._build)
     at.run()
     errs = [plain(e.value) for e in at.error]
     assert len(errs) == 1 and "while building the prompt" in errs[0] and "second line" not in errs[0]
