@@ -25,8 +25,7 @@ import synth  # noqa: E402
 
 from ctxcore import Config, build, get_tokenizer  # noqa: E402
 from ctxcore.dedup import near_duplicates_naive, near_matches, words  # noqa: E402
-from ctxcore import dedup, pipeline  # noqa: E402
-from ctxcore.pipeline import clear_caches  # noqa: E402
+from ctxcore.pipeline import clear_caches, forget_stage_results  # noqa: E402
 
 QUERY = "Does an enterprise refund above the approval threshold need a manager?"
 CHANGES = {
@@ -64,8 +63,7 @@ def cold(cands, reps):
 def warm(cands, reps, change):
     def once():
         # token counts stay cached; stage results are forgotten, so each change is seen for the first time
-        dedup._JOINS.clear()
-        pipeline._REMEMBERED.clear()
+        forget_stage_results()
         build(cands, QUERY, Config())  # the base settings, as a user would have had them
         t0 = time.perf_counter()
         build(cands, QUERY, change)

@@ -8,7 +8,6 @@ neither close its fence nor pass itself off as a labelled passage.
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
 from functools import lru_cache
@@ -177,14 +176,10 @@ def _render(state, kept):
     for d in ordered:
         passages.append((by_id[d.id], labels[d.id], d.text if d.text is not None else by_id[d.id].text))
     pieces = _pieces(state, passages, state.history_used)
-    text = "".join(p[4] for p in pieces)
-    offsets = state.tokenizer.offsets(text)
-    blocks, at = [], 0
-    for kind, trust, label, cid, piece in pieces:
-        start = bisect.bisect_left(offsets, at)
-        at += len(piece)
-        blocks.append(Block(kind, trust, start, bisect.bisect_left(offsets, at), label, cid))
-    return text, len(offsets), tuple(blocks), ordered, labels
+    spans, count = state.tokenizer.piece_tokens([p[4] for p in pieces])
+    blocks = tuple(Block(kind, trust, start, end, label, cid)
+                   for (kind, trust, label, cid, _), (start, end) in zip(pieces, spans))
+    return "".join(p[4] for p in pieces), count, blocks, ordered, labels
 
 
 def run(state):

@@ -147,12 +147,9 @@ def first_survivor(pairs: Sequence[Sequence[tuple[int, float]]], threshold: floa
     A join made at a lower threshold answers every higher one, so moving the
     threshold up never recomputes similarities.
     """
-    alive: list[bool] = []
-    out: list[Match] = []
-    for found in pairs:
-        match = next(((j, sim) for j, sim in found if sim >= threshold and alive[j]), None) if found else None
-        out.append(match)
-        alive.append(match is None)
+    out: list[Match] = [None] * len(pairs)
+    for i in [i for i, found in enumerate(pairs) if found]:  # a set with no similar earlier set survives
+        out[i] = next(((j, sim) for j, sim in pairs[i] if sim >= threshold and out[j] is None), None)
     return out
 
 
@@ -218,7 +215,7 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
         from . import wordsets
 
         sets = wordsets.word_sets(texts) if sets is None else sets
-        lower = min(threshold, max(threshold - _MARGIN, _LOWEST))
+        lower = min(threshold, max(round(threshold - _MARGIN, 9), _LOWEST))  # 0.8 - 0.1 is 0.7000000000000001
         return wordsets.similar_pairs(sets, lower), sets, lower
     return similar_pairs([_MEASURES[similarity](t) for t in texts], threshold), None, threshold
 
@@ -269,10 +266,26 @@ def near(state):
             return state.warn(f"cosine near-dedup skipped: {err}")
         measure = "cosine"
     else:
-        matches = _memo_near(tuple([x.text for x in alive]), c.similarity, c.near_dup)
+        matches = _memo_near(_texts(alive), c.similarity, c.near_dup)
         measure = "word-set Jaccard" if c.similarity == "words" else "5-character shingle Jaccard"
     out = [Decision.quick(x.id, "near_duplicate", "near_dedup",
                           f"{measure} {m[1]:.3f} with higher-ranked {alive[m[0]].id} (threshold {c.near_dup:g})",
                           duplicate_of=alive[m[0]].id, similarity=round(m[1], 4))
            for x, m in zip(alive, matches) if m is not None]
-    return state.drop(out).warn(*warnings)
+    survivors = tuple([x for x, m in zip(alive, matches) if m is None])
+    return state.drop(out, survivors=survivors).warn(*warnings)
+
+
+_TEXTS: dict = {}
+
+
+def _texts(alive: tuple) -> tuple[str, ...]:
+    """The survivors' texts, the key of the remembered joins; a rebuild resumed before this stage
+    has the same survivors tuple, and gets the same key back without reading 10k records."""
+    got = _TEXTS.get(id(alive))
+    if got is None or got[0] is not alive:
+        got = (alive, tuple([x.text for x in alive]))
+        if len(_TEXTS) >= 8:
+            _TEXTS.pop(next(iter(_TEXTS)))
+        _TEXTS[id(alive)] = got
+    return got[1]

@@ -121,7 +121,7 @@ def threshold(state):
         return state
     if state.alive and all(c.score is None for c in state.alive):
         return state.warn(f"min_score {floor} not applied: no candidate has a score")
-    out = [Decision.quick(c.id, "below_threshold", "threshold",
-                          f"score {score_text(c.score)} is below the minimum {floor:g}")
-           for c in state.alive if c.score is not None and c.score < floor]
+    tail = f" is below the minimum {floor:g}"
+    out = Decision.each("below_threshold", "threshold", [
+        (c.id, f"score {c.score:.3g}{tail}") for c in state.alive if c.score is not None and c.score < floor])
     return state.drop(out)

@@ -135,16 +135,23 @@ def evidence_cost(trace: Trace) -> int:
     return sum(d.cost or 0 for d in trace.decisions if d.fate == "kept")
 
 
-__all__ = ["STAGES", "build", "clear_caches", "evidence_cost", "rank_order"]
+__all__ = ["STAGES", "build", "clear_caches", "evidence_cost", "forget_stage_results", "rank_order"]
+
+
+def forget_stage_results() -> None:
+    """Forget what rebuilds resume from (remembered states, joins, decisions), keeping the caches by
+    text (token counts, word sets): the next build is a first rebuild with those settings."""
+    _REMEMBERED.clear()
+    dedup._JOINS.clear()
+    dedup._TEXTS.clear()
+    select._TOO_LONG.clear()
+    tokens._ATTACHED.clear()
 
 
 def clear_caches() -> None:
     """Forget cached token counts, word sets and stage results (for measuring a cold build)."""
-    from . import filters, tokens
-
+    forget_stage_results()
     tokens.clear_cache()
-    _REMEMBERED.clear()
-    dedup._JOINS.clear()
     for cached in (dedup.words, dedup.shingles, dedup.digest, assemble.suspicious,
                    assemble._measured_overhead, filters._version_key):
         cached.cache_clear()

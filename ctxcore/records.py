@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Union
+from typing import Any, Iterable, Literal, Optional, Union
 
 from .errors import InputError
 
@@ -86,6 +86,20 @@ class Decision:
         d = object.__new__(cls)
         d.__dict__.update(_DECISION_DEFAULTS, id=id, fate=fate, stage=stage, reason=reason, **rest)
         return d
+
+    @classmethod
+    def each(cls, fate: Fate, stage: str, reasons: Iterable[tuple[str, str]]) -> list["Decision"]:
+        """One decision per (id, reason), all with the same fate and stage: :meth:`quick` for a whole
+        stage's worth (a budget change on 10k candidates makes about nine thousand)."""
+        like = {**_DECISION_DEFAULTS, "fate": fate, "stage": stage}
+        new, out = object.__new__, []
+        for cid, reason in reasons:
+            d = new(cls)
+            fields = d.__dict__
+            fields.update(like)
+            fields["id"], fields["reason"] = cid, reason
+            out.append(d)
+        return out
 
 
 _DECISION_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Decision)}

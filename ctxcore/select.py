@@ -9,6 +9,8 @@ query-relevant sentences.
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 from .assemble import label_overhead, least_overhead
 from .compress import shrink
 from .dedup import jaccard, words
@@ -41,11 +43,26 @@ def _fit(state, c, overhead, remaining):
     return (text, tokens, compressed), None
 
 
+_TOO_LONG: dict = {}
+
+
 def _too_long(rest, remaining, docs) -> list[Decision]:
-    """over_budget for chunks whose text alone is over what is left (their label lines are not measured)."""
-    return [Decision.quick(c.id, "over_budget", "select",
-                           f"needs its {c.tokens} text tokens plus a label line but only {remaining} of the "
-                           f"{docs}-token docs budget were left") for c in rest]
+    """over_budget for chunks whose text alone is over what is left (their label lines are not measured).
+
+    Most of a big input ends here, with the same few numbers from one rebuild to the next (a
+    near-duplicate or threshold change rarely moves what is left), so the records are remembered."""
+    made = _TOO_LONG.pop((remaining, docs), None) or {}
+    if len(_TOO_LONG) >= 4:
+        _TOO_LONG.pop(next(iter(_TOO_LONG)))
+    _TOO_LONG[(remaining, docs)] = made
+    out = [made.get((c.id, c.tokens)) for c in rest]
+    missing = [c for c, d in zip(rest, out) if d is None]
+    if missing:
+        tail = f" text tokens plus a label line but only {remaining} of the {docs}-token docs budget were left"
+        new = iter(Decision.each("over_budget", "select", [(c.id, f"needs its {c.tokens}{tail}") for c in missing]))
+        out = [d or next(new) for d in out]
+        made.update(((c.id, c.tokens), d) for c, d in zip(rest, out))
+    return out
 
 
 def _least_from(tokens: list[int]) -> list[int]:
@@ -54,10 +71,7 @@ def _least_from(tokens: list[int]) -> list[int]:
     >>> _least_from([5, 3, 9, 4])
     [3, 3, 4, 4]
     """
-    out, least = [0] * len(tokens), float("inf")
-    for k in range(len(tokens) - 1, -1, -1):
-        least = out[k] = min(least, tokens[k])
-    return out
+    return list(accumulate(reversed(tokens), min))[::-1]
 
 
 def run(state):
@@ -77,7 +91,9 @@ def run(state):
     limit = cfg.max_passages
     remaining, kept, dropped = docs, [], []
     floor = least_overhead(state)  # no label line costs less: chunks that cannot fit are not measured
-    original = {c.id: c for c in state.candidates}
+    # the passage text is recorded when it is not the candidate's own (compressed, or merged with its neighbours)
+    original = {x.id: x.text for x in state.candidates} if cfg.merge_adjacent else None
+    chosen = []
     for k, c in enumerate(walk):
         if limit is not None and len(kept) >= limit:
             dropped.append(Decision.quick(c.id, "over_budget", "select",
@@ -97,6 +113,7 @@ def run(state):
             dropped.append(Decision.quick(c.id, "over_budget", "select", why))
             continue
         text, tokens, compressed = fit
+        chosen.append(c)
         cost = tokens + overhead[c.id]
         remaining -= cost
         if cfg.select == "mmr":
@@ -108,10 +125,10 @@ def run(state):
             f"({docs - remaining} of {docs} used)" + (f"; compressed from {c.tokens} tokens" if compressed else ""),
             tokens=tokens, tokens_before=c.tokens if compressed else None, cost=cost,
             compressed=compressed,
-            text=text if text != original[c.id].text else None))
+            text=text if text != (original[c.id] if original else c.text) else None))
     kept.sort(key=lambda d: rank[d.id])
-    state = state.drop(dropped)
-    return state.replace(kept=tuple(kept))
+    chosen.sort(key=lambda c: rank[c.id])
+    return state.drop(dropped, survivors=tuple(chosen)).replace(kept=tuple(kept))
 
 
 def _mmr(alive, lam, rank, accepted):

@@ -30,12 +30,13 @@ class State:
     warnings: tuple[str, ...] = ()
     counting: Optional[Counting] = None        # token counts being made in the background
 
-    def drop(self, decisions: list[Decision]) -> "State":
-        """Remove the decided candidates from the survivors and record their fates."""
+    def drop(self, decisions: list[Decision], survivors: Optional[tuple[Candidate, ...]] = None) -> "State":
+        """Remove the decided candidates from the survivors and record their fates (a stage that
+        already knows who is left, in rank order, passes them as ``survivors``)."""
         if not decisions:
-            return self
+            return self if survivors is None else dataclasses.replace(self, alive=survivors)
         gone = {d.id: d for d in decisions}
-        alive = tuple([c for c in self.alive if c.id not in gone])
+        alive = tuple([c for c in self.alive if c.id not in gone]) if survivors is None else survivors
         return dataclasses.replace(self, alive=alive, removed={**self.removed, **gone})
 
     def warn(self, *messages: str) -> "State":

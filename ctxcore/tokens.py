@@ -15,9 +15,11 @@ import math
 import os
 import tempfile
 import threading
+from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
+from itertools import accumulate
 
 _VOCABULARIES = {
     # encoding -> (the URL tiktoken caches under, sha256 tiktoken expects)
@@ -129,6 +131,36 @@ class Tokenizer:
         ids = self._encoding.encode_ordinary(text)
         return [b.decode("utf-8", errors="replace") for b in self._encoding.decode_tokens_bytes(ids)]
 
+    def piece_tokens(self, pieces: list[str]) -> tuple[list[tuple[int, int]], int]:
+        """For the text ``"".join(pieces)``: each piece's (first token, end token), as
+        ``bisect_left`` over :meth:`offsets` gives them, and the text's token count.
+
+        Works in bytes (token byte lengths are remembered per token id), which is several times
+        faster than character offsets on a long prompt and gives the same indexes.
+
+        >>> get_tokenizer("cl100k_base").piece_tokens(["Hello", " world", "!"])
+        ([(0, 1), (1, 2), (2, 3)], 3)
+        """
+        text = "".join(pieces)
+        try:
+            sizes = [len(p.encode("utf-8")) for p in pieces]
+        except UnicodeEncodeError:  # lone surrogates: tiktoken encodes a repaired text, so count characters
+            sizes = None
+        if self._encoding is None or sizes is None:
+            starts, sizes = self.offsets(text), [len(p) for p in pieces]
+            count = len(starts)
+        else:
+            ids = self._encoding.encode_ordinary(text)
+            known = _TOKEN_BYTES.setdefault(self.name, {})
+            decode = self._encoding.decode_single_token_bytes
+            lengths = [known.get(t) or known.setdefault(t, len(decode(t))) for t in ids]
+            starts, count = list(accumulate(lengths, initial=0))[:-1], len(ids)
+        out, at = [], 0
+        for size in sizes:
+            out.append((bisect_left(starts, at), bisect_left(starts, at + size)))
+            at += size
+        return out, count
+
     def offsets(self, text: str) -> list[int]:
         """Character offset where each token of ``text`` starts."""
         if self._encoding is None:
@@ -181,6 +213,7 @@ _CACHE: dict[str, dict[str, int]] = {}
 _LOCK = threading.Lock()
 _TOKENIZERS: dict[str, Tokenizer] = {}
 _COUNTED: dict = {}
+_TOKEN_BYTES: dict[str, dict[int, int]] = {}
 _COUNTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxcore-count")
 
 

@@ -1,3 +1,6 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import ctxcore.tokens as tokens
 from ctxcore import Candidate, Config, build, encoding_for_model, get_tokenizer
 
@@ -38,3 +41,21 @@ def test_rebuild_with_other_settings_does_not_retokenize():
     before = tokens.cache_size("cl100k_base")
     build(cands, "q", Config(budget=200, order="rank", near_dup=0.5))
     assert tokens.cache_size("cl100k_base") == before
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(list("ab \n.:[]é€😀漢\u0301\ud800") + [" the", "S1"]), max_size=30)
+                .map("".join), max_size=8),
+       st.sampled_from(["cl100k_base", "o200k_base"]))
+def test_piece_token_spans_are_the_character_offset_spans(pieces, encoding):
+    """Block boundaries in the trace: the byte-based spans equal bisecting the character offsets."""
+    from bisect import bisect_left
+
+    tok = get_tokenizer(encoding)
+    text = "".join(pieces)
+    offsets = tok.offsets(text)
+    expected, at = [], 0
+    for p in pieces:
+        expected.append((bisect_left(offsets, at), bisect_left(offsets, at + len(p))))
+        at += len(p)
+    assert tok.piece_tokens(pieces) == (expected, len(tok.encode(text)))
