@@ -199,7 +199,8 @@ def exact(state):
 
 
 _MEASURES = {"words": words, "shingles": shingles}
-_VECTORISED_FROM = 1000  # texts; below this numpy costs more to import than it saves
+_VECTORISED_FROM = 500  # texts; below this numpy costs more to import than it saves ...
+_VECTORISED_LOADED = 100  # ... unless something (the app's pandas) has imported it already
 _MARGIN, _LOWEST = 0.1, 0.5  # a vectorised join reaches this far below the threshold asked for (not under 0.5)
 
 
@@ -211,7 +212,9 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
     join reaches a little below ``threshold``, so the next steps down a slider reuse it, and its
     word sets are handed back for a join further down.
     """
-    if sets is not None or (similarity == "words" and len(texts) >= _VECTORISED_FROM):
+    n = len(texts)
+    if sets is not None or (similarity == "words" and (
+            n >= _VECTORISED_FROM or (n >= _VECTORISED_LOADED and "numpy" in sys.modules))):
         from . import wordsets
 
         sets = wordsets.word_sets(texts) if sets is None else sets

@@ -24,7 +24,8 @@ _PACKED = 12            # 37**12 < 2**63
 _LONG = np.uint64(1 << 63)
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 _37_4 = np.uint64(37 ** 4)
-_BATCH = 2_000_000      # candidate pairs verified at a time (bounds memory on texts that all look alike)
+_BATCH = 500_000        # candidate pairs filtered at a time: bounds memory on texts that all look alike, and
+                        # keeps each step's arrays small enough to stay in cache
 
 
 @dataclass(frozen=True)
