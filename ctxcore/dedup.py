@@ -219,7 +219,10 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
 
         sets = wordsets.word_sets(texts) if sets is None else sets
         lower = min(threshold, max(round(threshold - _MARGIN, 9), _LOWEST))  # 0.8 - 0.1 is 0.7000000000000001
-        return wordsets.similar_pairs(sets, lower), sets, lower
+        try:
+            return wordsets.similar_pairs(sets, lower), sets, lower
+        except OverflowError:  # beyond the input limits: the Python join gives the same pairs
+            pass
     return similar_pairs([_MEASURES[similarity](t) for t in texts], threshold), None, threshold
 
 

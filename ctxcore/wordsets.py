@@ -141,6 +141,10 @@ def similar_pairs(sets: WordSets, threshold: float) -> list[list[tuple[int, floa
     group_start = np.searchsorted(word, word)
     before = np.arange(len(word)) - group_start  # earlier rows holding this word in their prefix
     share, slack = threshold / (1 + threshold), 1 - 1e-9  # slack: prune only when clearly impossible
+    reach_bits = int(sizes.max()).bit_length()
+    reach_mask = (1 << reach_bits) - 1
+    if (n * n).bit_length() + reach_bits > 62:
+        raise OverflowError("pair keys do not fit in 63 bits")  # not within MAX_BYTES and MAX_CANDIDATES
     # batches of later rows, so that every shared word of a pair is seen in one batch
     upto = np.cumsum(np.bincount(rows, weights=before, minlength=n))
     r0 = 0
@@ -155,15 +159,16 @@ def similar_pairs(sets: WordSets, threshold: float) -> list[list[tuple[int, floa
         a, b = sizes[i], sizes[j]
         fits = (b >= threshold * a * slack) & (b <= a / threshold / slack)
         reach = np.minimum(a - position[right], b - position[left])[fits]  # words left from this one on
-        key = i[fits] * n + j[fits]
-        order = np.argsort(key)
-        key, reach = key[order], reach[order]
-        if not len(key):
+        if not len(reach):
             continue
-        run = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-        both = np.diff(run, append=len(key))  # words shared inside both prefixes
-        reach = np.maximum.reduceat(reach, run)
-        i, j = np.divmod(key[run], n)
+        # group by pair with one plain sort: (pair, reach) packed in an integer, so a pair's run ends
+        # with its largest reach
+        entry = np.sort((i[fits] * n + j[fits]) << reach_bits | reach)
+        key = entry >> reach_bits
+        end = np.flatnonzero(np.concatenate([key[1:] != key[:-1], [True]]))
+        both = np.diff(end, prepend=-1)  # words shared inside both prefixes
+        reach = entry[end] & reach_mask
+        i, j = np.divmod(key[end], n)
         a, b = sizes[i], sizes[j]
         beyond = np.where(last[i] <= last[j], a - prefix[i], b - prefix[j])
         enough = share * (a + b) * slack
