@@ -199,7 +199,7 @@ def exact(state):
 
 
 _MEASURES = {"words": words, "shingles": shingles}
-_VECTORISED_FROM = 500  # texts; below this numpy costs more to import than it saves ...
+_VECTORISED_FROM = 1000  # texts; below this, importing numpy (~90 ms) costs more than the Python join ...
 _VECTORISED_LOADED = 100  # ... unless something (the app's pandas) has imported it already
 _MARGIN, _LOWEST = 0.1, 0.5  # a vectorised join reaches this far below the threshold asked for (not under 0.5)
 
