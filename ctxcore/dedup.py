@@ -201,7 +201,9 @@ def exact(state):
 _MEASURES = {"words": words, "shingles": shingles}
 _VECTORISED_FROM = 1000  # texts; below this, importing numpy (~90 ms) costs more than the Python join ...
 _VECTORISED_LOADED = 100  # ... unless something (the app's pandas) has imported it already
-_MARGIN, _LOWEST = 0.1, 0.5  # a vectorised join reaches this far below the threshold asked for (not under 0.5)
+# a vectorised join reaches this far below the threshold asked for (not under 0.5), when that costs
+# at most this many candidate pairs (at 10k chunks about 0.6M and 40 ms; at 100k, 56M and 3 s: then not)
+_MARGIN, _LOWEST, _MARGIN_PAIRS = 0.1, 0.5, 2_000_000
 
 
 def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=None):
@@ -219,6 +221,8 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
 
         sets = wordsets.word_sets(texts) if sets is None else sets
         lower = min(threshold, max(round(threshold - _MARGIN, 9), _LOWEST))  # 0.8 - 0.1 is 0.7000000000000001
+        if lower < threshold and wordsets.join_size(sets, lower) > _MARGIN_PAIRS:
+            lower = threshold
         try:
             return wordsets.similar_pairs(sets, lower), sets, lower
         except OverflowError:  # beyond the input limits: the Python join gives the same pairs

@@ -111,6 +111,25 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
 
 
+def _prefixes(sets: WordSets, threshold: float):
+    """(prefix length of each row, position of every word in its row, which words are in a prefix)."""
+    sizes = sets.sizes
+    need = np.maximum(1, np.ceil(threshold * sizes - 1e-9)).astype(np.int64)  # the epsilon only lengthens prefixes
+    prefix = np.where(sizes > 0, sizes - need + 1, 0)
+    position = np.arange(len(sets.ids)) - np.repeat(sets.starts[:-1], sizes)
+    return prefix, position, position < np.repeat(prefix, sizes)
+
+
+def join_size(sets: WordSets, threshold: float) -> int:
+    """How many candidate pairs the join at ``threshold`` generates before filtering (its cost).
+
+    >>> join_size(word_sets(["a b c d e", "a b c d e f", "x y z", "a b c d e"]), 0.8)
+    4
+    """
+    held = np.bincount(sets.ids[_prefixes(sets, threshold)[2]])
+    return int((held * (held - 1) // 2).sum())
+
+
 def similar_pairs(sets: WordSets, threshold: float) -> list[list[tuple[int, float]]]:
     """For each row, every earlier row with Jaccard >= threshold, ascending: the self-join.
 
@@ -129,11 +148,8 @@ def similar_pairs(sets: WordSets, threshold: float) -> list[list[tuple[int, floa
     if n < 2 or not len(sets.ids):
         return out
     sizes = sets.sizes
-    need = np.maximum(1, np.ceil(threshold * sizes - 1e-9)).astype(np.int64)  # the epsilon only lengthens prefixes
-    prefix = np.where(sizes > 0, sizes - need + 1, 0)
+    prefix, position, in_prefix = _prefixes(sets, threshold)
     last = np.where(prefix > 0, sets.ids[np.minimum(sets.starts[:-1] + prefix - 1, len(sets.ids) - 1)], -1)
-    position = np.arange(len(sets.ids)) - np.repeat(sets.starts[:-1], sizes)
-    in_prefix = position < np.repeat(prefix, sizes)
     rows = np.repeat(np.arange(n, dtype=np.int64), sizes)[in_prefix]
     word, position = sets.ids[in_prefix], position[in_prefix]
     grouped = np.argsort(word * n + rows)  # by word, rows ascending inside a group
