@@ -199,7 +199,7 @@ def exact(state):
 
 
 _MEASURES = {"words": words, "shingles": shingles}
-_VECTORISED_FROM = 1000  # texts; below this, importing numpy (~90 ms) costs more than the Python join ...
+_VECTORISED_FROM = 500  # texts; below this, importing numpy (~90 ms) costs more than the Python join saves ...
 _VECTORISED_LOADED = 100  # ... unless something (the app's pandas) has imported it already
 # a vectorised join reaches this far below the threshold asked for (not under 0.5), when that costs
 # at most this many candidate pairs (at 10k chunks about 0.6M and 40 ms; at 100k, 56M and 3 s: then not)

@@ -46,23 +46,29 @@ def _fit(state, c, overhead, remaining):
 _TOO_LONG: dict = {}
 
 
-def _too_long(rest, remaining, docs) -> list[Decision]:
+def _too_long(state, rest, remaining, docs) -> list[Decision]:
     """over_budget for chunks whose text alone is over what is left (their label lines are not measured).
 
     Most of a big input ends here, with the same few numbers from one rebuild to the next (a
-    near-duplicate or threshold change rarely moves what is left), so the records are remembered."""
-    made = _TOO_LONG.pop((remaining, docs), None) or {}
+    near-duplicate or threshold change rarely moves what is left), so the records are remembered,
+    per candidate set (whose ids fix the token counts) and what was left."""
+    key = (id(state.candidates), remaining, docs)
+    held = _TOO_LONG.pop(key, None)
+    if held is None or held[0] is not state.candidates:
+        held = (state.candidates, {})
     if len(_TOO_LONG) >= 4:
         _TOO_LONG.pop(next(iter(_TOO_LONG)))
-    _TOO_LONG[(remaining, docs)] = made
-    out = [made.get((c.id, c.tokens)) for c in rest]
-    missing = [c for c, d in zip(rest, out) if d is None]
+    _TOO_LONG[key] = held
+    made = held[1]  # id -> (tokens, decision); a merged passage has its head's id and its own count
+    missing = [c for c in rest if made.get(c.id, _NOTHING)[0] != c.tokens] if made else rest
     if missing:
         tail = f" text tokens plus a label line but only {remaining} of the {docs}-token docs budget were left"
-        new = iter(Decision.each("over_budget", "select", [(c.id, f"needs its {c.tokens}{tail}") for c in missing]))
-        out = [d or next(new) for d in out]
-        made.update(((c.id, c.tokens), d) for c, d in zip(rest, out))
-    return out
+        made.update(zip([c.id for c in missing], zip([c.tokens for c in missing], Decision.each(
+            "over_budget", "select", [(c.id, f"needs its {c.tokens}{tail}") for c in missing]))))
+    return [made[c.id][1] for c in rest]
+
+
+_NOTHING = (None, None)
 
 
 def _least_from(tokens: list[int]) -> list[int]:
@@ -101,10 +107,10 @@ def run(state):
             continue
         if c.id not in overhead and unmeasured:
             if least_from is not None and least_from[k] + floor > remaining:
-                dropped += _too_long(walk[k:], remaining, docs)
+                dropped += _too_long(state, walk[k:], remaining, docs)
                 break
             if c.tokens + floor > remaining:
-                dropped += _too_long([c], remaining, docs)
+                dropped += _too_long(state, [c], remaining, docs)
                 continue
         if c.id not in overhead:
             overhead[c.id] = label_overhead(state, c)

@@ -87,3 +87,21 @@ def test_other_blocks_or_history(other, config):
     clear_caches()
     build(CANDIDATES, "how long do refunds take?", BASE, INPUTS)
     assert build(CANDIDATES, "how long do refunds take?", config, other).to_json() == expected
+
+
+def test_a_merged_passage_is_not_taken_for_its_head():
+    """A merged passage carries its head's id with its own token count; a remembered over-budget
+    record of the head alone must not stand in for it."""
+    top = Candidate("top", "refund policy " * 30, 0.9)
+    head = Candidate("d-0", "shipping takes five business days " * 12, 0.5, doc_id="d", chunk_index=0)
+    tail = Candidate("d-1", "warranty covers two years " * 12, 0.4, doc_id="d", chunk_index=1)
+    cands = [top, head, tail]
+    clear_caches()
+    off, on = Config(budget=100, near_dup=None), Config(budget=100, near_dup=None, merge_adjacent=True)
+    build(cands, "q", off)
+    again = build(cands, "q", on)
+    clear_caches()
+    fresh = build(cands, "q", on)
+    assert again.to_json() == fresh.to_json()
+    assert again.decision("d-0").fate == "over_budget"
+    assert again.decision("d-0").reason != build(cands, "q", off).decision("d-0").reason
