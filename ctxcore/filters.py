@@ -122,6 +122,7 @@ def threshold(state):
     if state.alive and all(c.score is None for c in state.alive):
         return state.warn(f"min_score {floor} not applied: no candidate has a score")
     tail = f" is below the minimum {floor:g}"
+    under = [c.score is not None and c.score < floor for c in state.alive]
     out = Decision.each("below_threshold", "threshold", [
-        (c.id, f"score {c.score:.3g}{tail}") for c in state.alive if c.score is not None and c.score < floor])
-    return state.drop(out)
+        (c.id, f"score {c.score:.3g}{tail}") for c, low in zip(state.alive, under) if low])
+    return state.drop(out, survivors=tuple([c for c, low in zip(state.alive, under) if not low]))

@@ -19,8 +19,8 @@ STAGES = (
     dedup.exact,        # exact_duplicate
     dedup.near,         # near_duplicate
     merge.run,          # merged
-    filters.threshold,  # below_threshold
     tokens.run,         # counts (started in the background when the build began)
+    filters.threshold,  # below_threshold
     budget.run,         # how many tokens evidence may use
     select.run,         # over_budget / kept (compression happens here, as chunks are fitted)
     order.run,          # prompt order
