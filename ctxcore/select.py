@@ -51,7 +51,14 @@ def _too_long(state, rest, remaining, docs) -> list[Decision]:
 
     Most of a big input ends here, with the same few numbers from one rebuild to the next (a
     near-duplicate or threshold change rarely moves what is left), so the records are remembered,
-    per candidate set (whose ids fix the token counts) and what was left."""
+    per candidate set and what was left. Not with merging on: a merged passage has its head's id."""
+    tail = f" text tokens plus a label line but only {remaining} of the {docs}-token docs budget were left"
+
+    def make(chunks):
+        return Decision.each("over_budget", "select", [(c.id, f"needs its {c.tokens}{tail}") for c in chunks])
+
+    if state.config.merge_adjacent:
+        return make(rest)
     key = (id(state.candidates), remaining, docs)
     held = _TOO_LONG.pop(key, None)
     if held is None or held[0] is not state.candidates:
@@ -59,16 +66,15 @@ def _too_long(state, rest, remaining, docs) -> list[Decision]:
     if len(_TOO_LONG) >= 4:
         _TOO_LONG.pop(next(iter(_TOO_LONG)))
     _TOO_LONG[key] = held
-    made = held[1]  # id -> (tokens, decision); a merged passage has its head's id and its own count
-    missing = [c for c in rest if made.get(c.id, _NOTHING)[0] != c.tokens] if made else rest
+    made = held[1]
+    if not made:
+        out = make(rest)
+        made.update(zip([c.id for c in rest], out))
+        return out
+    missing = [c for c in rest if c.id not in made]
     if missing:
-        tail = f" text tokens plus a label line but only {remaining} of the {docs}-token docs budget were left"
-        made.update(zip([c.id for c in missing], zip([c.tokens for c in missing], Decision.each(
-            "over_budget", "select", [(c.id, f"needs its {c.tokens}{tail}") for c in missing]))))
-    return [made[c.id][1] for c in rest]
-
-
-_NOTHING = (None, None)
+        made.update(zip([c.id for c in missing], make(missing)))
+    return [made[c.id] for c in rest]
 
 
 def _least_from(tokens: list[int]) -> list[int]:
