@@ -111,9 +111,12 @@ def main(argv=None):
         f = row["floor"]["median"]
         row["ratios"] = {k: v["median"] / f for k, v in row.items() if k != "floor" and isinstance(v, dict)}
         result["sizes"][n] = row
-        print(f"{n:>7} candidates: floor {f * 1000:8.1f} ms | " + " | ".join(
-            f"{k} {v['median'] * 1000:7.1f} ms ({row['ratios'][k]:.2f}x)" for k, v in row.items()
-            if k not in ("floor", "ratios")), flush=True)
+        print(f"{n:,} candidates            median       min       max   x floor", flush=True)
+        for k, v in row.items():
+            if k != "ratios":
+                ratio = f"{row['ratios'][k]:8.2f}x" if k in row["ratios"] else ""
+                print(f"  {k:<22}{v['median'] * 1000:8.1f} ms{v['min'] * 1000:7.1f} ms{v['max'] * 1000:7.1f} ms{ratio}",
+                      flush=True)
     result["dedup"] = [dedup_vs_naive(n, args.reps) for n in args.dedup_sizes]
     for d in result["dedup"]:
         print(f"near-dedup {d['n']:>6}: stage {d['fast']['median'] * 1000:.1f} ms, all pairs "
@@ -127,6 +130,8 @@ def main(argv=None):
     with open(args.out, "w") as fh:
         json.dump(result, fh, indent=2)
     print(f"wrote {args.out}")
+    if not all(d["identical"] for d in result["dedup"]):
+        sys.exit("near-dedup survivors differ from the all-pairs definition")
 
 
 if __name__ == "__main__":
