@@ -17,6 +17,7 @@ from functools import lru_cache
 from itertools import chain
 from typing import Optional, Sequence
 
+from .memo import Memo
 from .records import Decision
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -239,7 +240,7 @@ def near_matches(texts: Sequence[str], similarity: str, threshold: float) -> lis
     return first_survivor(join_texts(texts, similarity, threshold)[0], threshold)
 
 
-_JOINS: dict = {}
+_JOINS = Memo(8)
 
 
 def _memo_near(texts: tuple[str, ...], similarity: str, threshold: float) -> list[Match]:
@@ -250,11 +251,7 @@ def _memo_near(texts: tuple[str, ...], similarity: str, threshold: float) -> lis
     joined = _JOINS.get(key)
     if joined is None or joined[0] > threshold:
         pairs, sets, lower = join_texts(texts, similarity, threshold, sets=joined[2] if joined else None)
-        joined = (lower, pairs, sets)
-        _JOINS.pop(key, None)
-        if len(_JOINS) >= 8:
-            _JOINS.pop(next(iter(_JOINS)))
-        _JOINS[key] = joined
+        joined = _JOINS.keep(key, (lower, pairs, sets))
     return first_survivor(joined[1], threshold)
 
 
@@ -286,16 +283,10 @@ def near(state):
     return state.drop(out, survivors=survivors).warn(*warnings)
 
 
-_TEXTS: dict = {}
+_TEXTS = Memo(8)
 
 
 def _texts(alive: tuple) -> tuple[str, ...]:
     """The survivors' texts, the key of the remembered joins; a rebuild resumed before this stage
     has the same survivors tuple, and gets the same key back without reading 10k records."""
-    got = _TEXTS.get(id(alive))
-    if got is None or got[0] is not alive:
-        got = (alive, tuple([x.text for x in alive]))
-        if len(_TEXTS) >= 8:
-            _TEXTS.pop(next(iter(_TEXTS)))
-        _TEXTS[id(alive)] = got
-    return got[1]
+    return _TEXTS.of(alive, lambda a: tuple([x.text for x in a]))

@@ -10,7 +10,6 @@ from datetime import date, datetime
 from functools import lru_cache
 
 from .records import Decision
-from .state import score_text
 
 
 def permitted(state):

@@ -7,7 +7,8 @@ import gc
 from collections import Counter
 from typing import Iterable, Optional
 
-from . import assemble, budget, dedup, filters, merge, order, select, tokens
+from . import assemble, budget, dedup, filters, memo, merge, order, select, tokens
+from .memo import Memo
 from .errors import InputError
 from .records import Candidate, Config, Inputs, Prompt, TokenizerInfo, Trace
 from .state import State
@@ -74,7 +75,7 @@ CHECKPOINTS = (
     (STAGES.index(order.run), ("inputs",) + tuple(f.name for f in dataclasses.fields(Config)
                                                   if f.name != "order" and all(f.name not in e for e in _EARLY))),
 )
-_REMEMBERED: dict = {}
+_REMEMBERED = Memo(32)
 
 
 def build(candidates: Iterable[Candidate], query: str, config: Optional[Config] = None,
@@ -108,15 +109,9 @@ def _build(candidates, query, config, inputs) -> Trace:
     for i, stage in enumerate(STAGES[done:], done):
         for (stop, _), key in zip(CHECKPOINTS, keys):
             if i == stop and key not in _REMEMBERED:
-                _remember(key, candidates, state)
+                _REMEMBERED.keep(key, (candidates, state))
         state = stage(state)
     return _trace(state)
-
-
-def _remember(key, candidates, state) -> None:
-    if len(_REMEMBERED) >= 32:
-        _REMEMBERED.pop(next(iter(_REMEMBERED)))
-    _REMEMBERED[key] = (candidates, state)
 
 
 def _trace(state: State) -> Trace:
@@ -141,11 +136,7 @@ __all__ = ["STAGES", "build", "clear_caches", "evidence_cost", "forget_stage_res
 def forget_stage_results() -> None:
     """Forget what rebuilds resume from (remembered states, joins, decisions), keeping the caches by
     text (token counts, word sets): the next build is a first rebuild with those settings."""
-    _REMEMBERED.clear()
-    dedup._JOINS.clear()
-    dedup._TEXTS.clear()
-    select._TOO_LONG.clear()
-    tokens._ATTACHED.clear()
+    memo.forget()
 
 
 def clear_caches() -> None:

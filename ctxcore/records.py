@@ -82,8 +82,8 @@ class Decision:
         """``Decision(...)`` without the frozen dataclass's field-by-field setattr: a build over
         10k candidates makes one per dropped candidate. Only the given fields are stored on the
         record; the others read the class's defaults, as every dataclass function does."""
-        if rest and not rest.keys() <= _DECISION_DEFAULTS.keys():
-            raise TypeError(f"Decision has no field {sorted(rest.keys() - _DECISION_DEFAULTS.keys())[0]!r}")
+        if rest and not rest.keys() <= _DECISION_FIELDS:
+            raise TypeError(f"Decision has no field {sorted(rest.keys() - _DECISION_FIELDS)[0]!r}")
         d = object.__new__(cls)
         d.__dict__.update(id=id, fate=fate, stage=stage, reason=reason, **rest)
         return d
@@ -101,7 +101,7 @@ class Decision:
         return out
 
 
-_DECISION_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Decision)}
+_DECISION_FIELDS = frozenset(f.name for f in dataclasses.fields(Decision))
 if not all(getattr(Decision, f.name) is f.default for f in dataclasses.fields(Decision)
            if f.default is not dataclasses.MISSING):
     raise TypeError("Decision.quick and .each need every optional field's default on the class")

@@ -14,6 +14,7 @@ from itertools import accumulate
 from .assemble import label_overhead, least_overhead
 from .compress import shrink
 from .dedup import jaccard, words
+from .memo import Memo
 from .records import Decision
 from .state import score_text
 
@@ -43,7 +44,7 @@ def _fit(state, c, overhead, remaining):
     return (text, tokens, compressed), None
 
 
-_TOO_LONG: dict = {}
+_TOO_LONG = Memo(4)
 
 
 def _too_long(state, rest, remaining, docs) -> list[Decision]:
@@ -60,13 +61,10 @@ def _too_long(state, rest, remaining, docs) -> list[Decision]:
     if state.config.merge_adjacent:
         return make(rest)
     key = (id(state.candidates), remaining, docs)
-    held = _TOO_LONG.pop(key, None)
-    if held is None or held[0] is not state.candidates:
+    held = _TOO_LONG.get(key)
+    if held is None or held[0] is not state.candidates:  # the entry holds the candidates: their id is theirs
         held = (state.candidates, {})
-    if len(_TOO_LONG) >= 4:
-        _TOO_LONG.pop(next(iter(_TOO_LONG)))
-    _TOO_LONG[key] = held
-    made = held[1]
+    made = _TOO_LONG.keep(key, held)[1]
     if not made:
         out = make(rest)
         made.update(zip([c.id for c in rest], out))
@@ -98,8 +96,8 @@ def run(state):
     else:
         walk = state.alive
     # with the walk known in advance, the moment no later chunk's text fits ends it at once
-    least_from = _least_from([c.tokens for c in walk]) if cfg.select != "mmr" else None
     unmeasured = cfg.label_overhead == "auto" and not cfg.compress
+    least_from = _least_from([c.tokens for c in walk]) if unmeasured and cfg.select != "mmr" else None
     limit = cfg.max_passages
     remaining, kept, dropped = docs, [], []
     floor = least_overhead(state)  # no label line costs less: chunks that cannot fit are not measured

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from importlib import resources
 from itertools import accumulate
 
+from .memo import Memo
+
 _VOCABULARIES = {
     # encoding -> (the URL tiktoken caches under, sha256 tiktoken expects)
     "cl100k_base": (
@@ -256,26 +258,20 @@ def clear_cache() -> None:
         _ATTACHED.clear()
 
 
-_ATTACHED: dict = {}
+_ATTACHED = Memo(8)
 
 
 def run(state):
     """Attach every candidate's token count (counted in the background since the build started)."""
-    attached = _ATTACHED.get(id(state.candidates))
-    if attached is None or attached[0] is not state.candidates:
-        attached = _attach(state)
-        if len(_ATTACHED) >= 8:
-            _ATTACHED.pop(next(iter(_ATTACHED)))
-        _ATTACHED[id(state.candidates)] = attached
-    given, counted, swap = attached
+    counted, swap = _ATTACHED.of(state.candidates, lambda _: _attach(state))
     # a merged passage is a new record whose joined text the merge stage counted itself
     return state.replace(candidates=counted, counting=None,
                          alive=tuple([swap.get(id(c), c) for c in state.alive]))
 
 
 def _attach(state):
-    """(the candidates, the same with counts, id of each -> its counted record). A rebuild resumed
-    from a remembered state has the same candidates tuple, and gets this back without a pass over them."""
+    """(the candidates with counts, id of each -> its counted record). A rebuild resumed from a
+    remembered state has the same candidates tuple, and gets this back without a pass over them."""
     counts = state.counting.result()
 
     def counted(c, n):
@@ -293,4 +289,4 @@ def _attach(state):
         _COUNTED.clear()
     given = state.candidates
     with_counts = tuple(map(counted, given, counts))
-    return given, with_counts, {id(c): n for c, n in zip(given, with_counts)}
+    return with_counts, {id(c): n for c, n in zip(given, with_counts)}
