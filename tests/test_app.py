@@ -167,12 +167,18 @@ def test_upload_gives_one_row_per_candidate(name, mime):
     assert at.text_input(key="dbg.query").value == loaded.query
 
 
-def test_budget_control_changes_kept_exactly_as_ctxcore_says():
+def seed_with_direct_budget():
+    """The debugger on the seed example, from default controls, with the direct docs budget on."""
     at = start()
     reset(at)
     upload(at, "seed.json")
     at.toggle(key="dbg.budget_on").set_value(True)
     rerun(at)
+    return at
+
+
+def test_budget_control_changes_kept_exactly_as_ctxcore_says():
+    at = seed_with_direct_budget()
     seen = set()
     for budget in (200, 60, 40, 20, 0):
         at.number_input(key="dbg.budget").set_value(budget)
@@ -186,11 +192,7 @@ def test_budget_control_changes_kept_exactly_as_ctxcore_says():
 
 
 def test_other_controls_map_to_config_fields():
-    at = start()
-    reset(at)
-    upload(at, "seed.json")
-    at.toggle(key="dbg.budget_on").set_value(True)
-    rerun(at)
+    at = seed_with_direct_budget()
     at.number_input(key="dbg.budget").set_value(60)
     at.toggle(key="dbg.near_dup_on").set_value(False)
     rerun(at)
