@@ -72,17 +72,24 @@ def warm(cands, reps, change):
     return {"median": statistics.median(runs), "min": min(runs), "max": max(runs)}
 
 
-def dedup_vs_naive(n, reps):
-    """Near-dedup of n texts as the stage does it (word sets and join, from the texts) against the
-    definition (each text's word set against every earlier survivor's)."""
+def near_dup_steps(cands, reps, thresholds):
+    """Warm rebuilds from near-dup 0.8 to each threshold: within the remembered join, joined again,
+    or (where a join would meet most pairs) swept."""
+    return {t: warm(cands, reps, Config(near_dup=t)) for t in thresholds}
+
+
+def dedup_vs_naive(n, reps, threshold=0.8):
+    """Near-dedup of n texts as the stage does it (word sets and join or sweep, from the texts) against
+    the definition (each text's word set against every earlier survivor's)."""
     texts = [c.text for c in synth.candidates(n)]
-    fast = timed(lambda: near_matches(texts, "words", 0.8), reps)
+    fast = timed(lambda: near_matches(texts, "words", threshold), reps)
     t0 = time.perf_counter()
-    naive = near_duplicates_naive([words(t) for t in texts], 0.8)
+    naive = near_duplicates_naive([words(t) for t in texts], threshold)
     slow = time.perf_counter() - t0
     words.cache_clear()
-    same = naive == near_matches(texts, "words", 0.8)
-    return {"n": n, "fast": fast, "all_pairs": slow, "speedup": slow / fast["median"], "identical": same}
+    same = naive == near_matches(texts, "words", threshold)
+    return {"n": n, "threshold": threshold, "fast": fast, "all_pairs": slow, "speedup": slow / fast["median"],
+            "identical": same}
 
 
 def peak_rss(n: int) -> float:
@@ -99,6 +106,10 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--dedup-sizes", type=int, nargs="*", default=[2000, 5000])
     ap.add_argument("--rss", type=int, default=None, help="also measure peak RSS of a build of this many")
+    ap.add_argument("--near-steps", type=float, nargs="*", default=[0.6, 0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.05, 0.01],
+                    help="near-dup thresholds to step to from 0.8, at the largest size")
+    ap.add_argument("--near-reps", type=int, default=3)
+    ap.add_argument("--dedup-low", type=float, default=0.1, help="also compare near-dedup at this threshold")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args(argv)
     result = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
@@ -117,9 +128,19 @@ def main(argv=None):
                 ratio = f"{row['ratios'][k]:8.2f}x" if k in row["ratios"] else ""
                 print(f"  {k:<22}{v['median'] * 1000:8.1f} ms{v['min'] * 1000:7.1f} ms{v['max'] * 1000:7.1f} ms{ratio}",
                       flush=True)
-    result["dedup"] = [dedup_vs_naive(n, args.reps) for n in args.dedup_sizes]
+    if args.near_steps:
+        n = max(args.sizes)
+        f = result["sizes"][n]["floor"]["median"]
+        steps = near_dup_steps(synth.candidates(n), args.near_reps, args.near_steps)
+        result["near_dup_steps"] = {"n": n, "from": 0.8, "steps": steps}
+        print(f"{n:,} candidates, near-dup from 0.8 to   median       min       max   x floor", flush=True)
+        for t, v in steps.items():
+            print(f"  {t:<22g}{v['median'] * 1000:8.1f} ms{v['min'] * 1000:7.1f} ms{v['max'] * 1000:7.1f} ms"
+                  f"{v['median'] / f:8.2f}x", flush=True)
+    result["dedup"] = [dedup_vs_naive(n, args.reps, t) for t in (0.8, args.dedup_low) if t
+                       for n in args.dedup_sizes]
     for d in result["dedup"]:
-        print(f"near-dedup {d['n']:>6}: stage {d['fast']['median'] * 1000:.1f} ms, all pairs "
+        print(f"near-dedup {d['n']:>6} at {d['threshold']:g}: stage {d['fast']['median'] * 1000:.1f} ms, all pairs "
               f"{d['all_pairs'] * 1000:.0f} ms, {d['speedup']:.0f}x, identical={d['identical']}", flush=True)
     if args.rss:
         result["peak_rss_mb"] = {args.rss: peak_rss(args.rss)}

@@ -205,6 +205,11 @@ _VECTORISED_LOADED = 100  # ... unless something (the app's pandas) has imported
 # a vectorised join reaches this far below the threshold asked for (not under 0.5), when that costs
 # at most this many candidate pairs (at 10k chunks about 0.6M and 40 ms; at 100k, 56M and 3 s: then not)
 _MARGIN, _LOWEST, _MARGIN_PAIRS = 0.1, 0.5, 2_000_000
+# past this many candidate pairs (at 10k chunks, thresholds under about 0.65), near-dedup sweeps
+# (wordsets.sweep) instead of joining when that looks cheaper: where few survive, and a join would verify
+# nearly every pair (1k chunks at 0.05: join 1.8 s, sweep 1 ms). A join's pairs answer every threshold
+# above it too; a sweep answers its own.
+_SWEEP_FROM = 1_000_000
 
 
 def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=None):
@@ -213,7 +218,8 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
 
     Word sets of many texts go through numpy (:mod:`ctxcore.wordsets`), with the same result; that
     join reaches a little below ``threshold``, so the next steps down a slider reuse it, and its
-    word sets are handed back for a join further down.
+    word sets are handed back for a join further down. When the join at ``threshold`` would cost more
+    than ``_SWEEP_FROM`` candidate pairs, pairs is None: the word sets are for a sweep.
     """
     n = len(texts)
     if sets is not None or (similarity == "words" and (
@@ -224,6 +230,9 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
         lower = min(threshold, max(round(threshold - _MARGIN, 9), _LOWEST))  # 0.8 - 0.1 is 0.7000000000000001
         if lower < threshold and wordsets.join_size(sets, lower) > _MARGIN_PAIRS:
             lower = threshold
+        if lower == threshold and wordsets.join_size(sets, threshold) > _SWEEP_FROM and wordsets.sweep_pays(
+                sets, threshold):
+            return None, sets, threshold
         try:
             return wordsets.similar_pairs(sets, lower), sets, lower
         except OverflowError:  # beyond the input limits: the Python join gives the same pairs
@@ -237,22 +246,38 @@ def near_matches(texts: Sequence[str], similarity: str, threshold: float) -> lis
     >>> near_matches(["a b c d e", "a b c d e f", "x y z"], "words", 0.8)
     [None, (0, 0.8333333333333334), None]
     """
-    return first_survivor(join_texts(texts, similarity, threshold)[0], threshold)
+    pairs, sets, _ = join_texts(texts, similarity, threshold)
+    return _sweep(sets, threshold) if pairs is None else first_survivor(pairs, threshold)
+
+
+def _sweep(sets, threshold: float) -> list[Match]:
+    from . import wordsets
+
+    return wordsets.sweep(sets, threshold)
 
 
 _JOINS = Memo(8)
+_SWEPT = Memo(8)
 
 
 def _memo_near(texts: tuple[str, ...], similarity: str, threshold: float) -> list[Match]:
     """Near-dedup of the survivors in rank order. The similarity join behind it is remembered, so a
     rebuild with other settings, or with a threshold the join reaches, does not compare texts again;
-    one below it joins again from the remembered word sets."""
+    one below it joins again from the remembered word sets, or sweeps them when that join is too big
+    (a sweep answers its own threshold only, and is remembered by it)."""
     key = (texts, similarity)
     joined = _JOINS.get(key)
-    if joined is None or joined[0] > threshold:
-        pairs, sets, lower = join_texts(texts, similarity, threshold, sets=joined[2] if joined else None)
-        joined = _JOINS.keep(key, (lower, pairs, sets))
-    return first_survivor(joined[1], threshold)
+    if joined is not None and joined[0] <= threshold:
+        return first_survivor(joined[1], threshold)
+    swept = _SWEPT.get(key + (threshold,))
+    if swept is not None:
+        return swept
+    pairs, sets, lower = join_texts(texts, similarity, threshold, sets=joined[2] if joined else None)
+    if pairs is not None:
+        return first_survivor(_JOINS.keep(key, (lower, pairs, sets))[1], threshold)
+    if joined is None:
+        _JOINS.keep(key, (math.inf, None, sets))  # no pairs yet: the word sets, for the next join
+    return _SWEPT.keep(key + (threshold,), _sweep(sets, threshold))
 
 
 def near(state):
@@ -275,10 +300,10 @@ def near(state):
     else:
         matches = _memo_near(_texts(alive), c.similarity, c.near_dup)
         measure = "word-set Jaccard" if c.similarity == "words" else "5-character shingle Jaccard"
-    out = [Decision.quick(x.id, "near_duplicate", "near_dedup",
-                          f"{measure} {m[1]:.3f} with higher-ranked {alive[m[0]].id} (threshold {c.near_dup:g})",
-                          duplicate_of=alive[m[0]].id, similarity=round(m[1], 4))
-           for x, m in zip(alive, matches) if m is not None]
+    found = [(x.id, alive[m[0]].id, m[1]) for x, m in zip(alive, matches) if m is not None]
+    said, tail = measure + " %.3f with higher-ranked ", f" (threshold {c.near_dup:g})"
+    out = Decision.each("near_duplicate", "near_dedup", [(i, said % sim + j + tail) for i, j, sim in found],
+                        duplicate_of=[j for _, j, _ in found], similarity=[round(sim, 4) for _, _, sim in found])
     survivors = tuple([x for x, m in zip(alive, matches) if m is None])
     return state.drop(out, survivors=survivors).warn(*warnings)
 

@@ -13,8 +13,9 @@ hashing, so two different words can never be taken for one.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -26,6 +27,12 @@ _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 _37_4 = np.uint64(37 ** 4)
 _BATCH = 500_000        # candidate pairs filtered at a time: bounds memory on texts that all look alike, and
                         # keeps each step's arrays small enough to stay in cache
+_GROUP = 64             # open rows a sweep step settles at once: one bit each in a word's uint64 mask
+_FIRST = 8              # ... in its first step, doubling after each
+_ROWS = 16_384          # rows a sweep step compares at once
+# a sweep hands what is still open to the join once that join looks cheaper: one candidate pair costs
+# about as much as this many (survivor, word of a later row) steps of the sweep (measured: bench/run.py)
+_PAIR_COST = 40
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,7 @@ def word_sets(texts: Sequence[str]) -> WordSets:
     return WordSets(starts, ranked, sizes, vocabulary)
 
 
+_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.float64)
 _EVERY_OTHER_BYTE, _EVERY_OTHER_PAIR = np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF)
 
 
@@ -120,13 +128,17 @@ def _prefixes(sets: WordSets, threshold: float):
     return prefix, position, position < np.repeat(prefix, sizes)
 
 
-def join_size(sets: WordSets, threshold: float) -> int:
-    """How many candidate pairs the join at ``threshold`` generates before filtering (its cost).
+def join_size(sets: WordSets, threshold: float, rows: Optional[np.ndarray] = None) -> int:
+    """How many candidate pairs the join at ``threshold`` generates before filtering (its cost), of all
+    rows or of the rows where the boolean ``rows`` is set.
 
     >>> join_size(word_sets(["a b c d e", "a b c d e f", "x y z", "a b c d e"]), 0.8)
     4
     """
-    held = np.bincount(sets.ids[_prefixes(sets, threshold)[2]])
+    in_prefix = _prefixes(sets, threshold)[2]
+    if rows is not None:
+        in_prefix &= np.repeat(rows, sets.sizes)
+    held = np.bincount(sets.ids[in_prefix])
     return int((held * (held - 1) // 2).sum())
 
 
@@ -211,3 +223,135 @@ def _shared(sets: WordSets, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     twice = keys[1:][keys[1:] == keys[:-1]]  # each row holds a word once, so a repeat is a shared word
     return np.bincount(twice // v, minlength=len(i))
 
+
+
+def subset(sets: WordSets, rows: np.ndarray) -> WordSets:
+    """The rows ``rows`` (ascending) as a WordSets of their own, in the same word order.
+
+    >>> subset(word_sets(["a b", "c", "a b c"]), np.array([0, 2])).sizes.tolist()
+    [2, 3]
+    """
+    sizes = sets.sizes[rows]
+    starts = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    return WordSets(starts, sets.ids[_entries(sets, rows)], sizes, sets.vocabulary)
+
+
+def _entries(sets: WordSets, rows: np.ndarray) -> np.ndarray:
+    """Positions in ``sets.ids`` of every word of ``rows``, row after row."""
+    sizes = sets.sizes[rows]
+    offset = sets.starts[rows] - np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return np.repeat(offset, sizes) + np.arange(int(sizes.sum()))
+
+
+Match = Optional[tuple[int, float]]
+
+
+def sweep(sets: WordSets, threshold: float) -> list[Match]:
+    """Each row's first earlier survivor with Jaccard >= threshold, or None: near-dedup, found from the
+    survivors forward instead of from all similar pairs.
+
+    A step takes the next open rows, settles them among themselves in order, and lets the ones that
+    survive close every later row they match. Its work is survivors times the words of the rows still
+    open, so it suits low thresholds, where a few survivors absorb most rows and the join would meet
+    nearly every pair. When the rows a step takes mostly survive, and joining what is open looks
+    cheaper, that is joined instead; either way the answer is the definition's.
+
+    >>> sweep(word_sets(["a b c d e", "a b c d e f", "x y z", "a x"]), 0.25)
+    [None, (0, 0.8333333333333334), None, (2, 0.25)]
+    """
+    from .dedup import first_survivor
+
+    sizes = sets.sizes
+    out: list[Match] = [None] * len(sizes)
+    open_ = sizes > 0  # a row without words matches nothing: it survives and closes nothing
+    at, may_join = 0, True  # every row before ``at`` is settled, and no open row matches a survivor there
+    for step in itertools.count(1):
+        open_[:at] = False
+        rest = at + np.flatnonzero(open_[at:])
+        if not len(rest):
+            return out
+        take = min(_GROUP, _FIRST << step - 1)  # small first steps: cheap to find out whether few survive
+        group, later = rest[:take], rest[take:]
+        kept, closed = _settle(sets, group, threshold)
+        for k, q, sim in closed:
+            out[group[k]] = (int(group[q]), sim)
+        open_[group[[k for k, _, _ in closed]]] = False
+        # the group absorbed little: would joining what is open cost less? (asked at steps 1, 2, 4, 8, ...)
+        if may_join and 2 * len(kept) > len(group) and step & (step - 1) == 0:
+            rest = rest[open_[rest]]
+            if not _sweeping_pays(sets, threshold, len(kept) / len(group), open_):
+                try:
+                    pairs = similar_pairs(subset(sets, rest), threshold)
+                except OverflowError:  # beyond the join's input limits: sweep on
+                    may_join = False
+                else:
+                    for r, m in zip(rest.tolist(), first_survivor(pairs, threshold)):
+                        out[r] = None if m is None else (int(rest[m[0]]), m[1])
+                    return out
+        if not len(later):
+            return out
+        survivors, at = group[kept], int(group[-1]) + 1
+        sim = _similarity(sets, survivors, later)
+        match = sim >= threshold
+        closed = np.flatnonzero(match.any(axis=1))
+        for r, k in zip(closed.tolist(), match[closed].argmax(axis=1).tolist()):
+            out[later[r]] = (int(survivors[k]), float(sim[r, k]))
+        open_[later[closed]] = False
+    return out  # not reached: every step settles at least one row
+
+
+def sweep_pays(sets: WordSets, threshold: float) -> bool:
+    """Whether :func:`sweep` looks cheaper than the join at ``threshold``, judged by how the first few
+    rows with words settle among themselves: when most match each other, few will survive.
+
+    >>> sweep_pays(word_sets(["a b c", "a b d", "a c d"]), 0.5), sweep_pays(word_sets(["a b", "c d", "e f"]), 0.5)
+    (True, False)
+    """
+    group = np.flatnonzero(sets.sizes > 0)[:_FIRST]
+    kept = len(_settle(sets, group, threshold)[0])
+    return 2 * kept <= len(group) or _sweeping_pays(sets, threshold, kept / len(group), sets.sizes > 0)
+
+
+def _sweeping_pays(sets: WordSets, threshold: float, surviving: float, open_: np.ndarray) -> bool:
+    """Whether sweeping the ``open_`` rows, if this share of them survives, costs less than joining them:
+    each survivor meets the words of half the open rows on average; each candidate pair of the join
+    costs about ``_PAIR_COST`` of those meetings."""
+    words = int(sets.sizes[open_].sum())
+    return surviving * int(open_.sum()) * words / 2 <= _PAIR_COST * join_size(sets, threshold, open_)
+
+
+def _settle(sets: WordSets, group: np.ndarray, threshold: float) -> tuple[list[int], list[tuple[int, int, float]]]:
+    """Settle the open rows ``group`` among themselves, in order: the positions that survive, and
+    (position, position of its first surviving match, similarity) for each that does not."""
+    sim = _similarity(sets, group, group)
+    kept: list[int] = []
+    closed = []
+    for k in range(len(group)):
+        hit = next((q for q in kept if sim[k, q] >= threshold), None)
+        if hit is None:
+            kept.append(k)
+        else:
+            closed.append((k, hit, float(sim[k, hit])))
+    return kept, closed
+
+
+def _similarity(sets: WordSets, some: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Jaccard of every row in ``rows`` with every row in ``some`` (at most 64), a len(rows) x len(some)
+    matrix, with the definition's arithmetic: shared / (|a| + |b| - shared)."""
+    if len(rows) > _ROWS:  # a slice at a time bounds the per-row histograms below (100k rows: 200 MB)
+        return np.concatenate([_similarity(sets, some, rows[k:k + _ROWS]) for k in range(0, len(rows), _ROWS)])
+    mask = np.zeros(max(sets.vocabulary, 1), dtype=np.uint64)
+    for k, row in enumerate(some.tolist()):
+        mask[sets.row(row)] |= np.uint64(1 << k)
+    bits = mask[sets.ids[_entries(sets, rows)]]
+    owner = np.repeat(np.arange(len(rows)), sets.sizes[rows])
+    hit = bits != 0
+    bits, owner = bits[hit], owner[hit]
+    shared = np.empty((len(rows), len(some)), dtype=np.int64)
+    for byte, value in enumerate(bits.view(np.uint8).reshape(-1, 8).T[:(len(some) + 7) // 8]):
+        # how many of each row's words carry each value of this byte, then whose bits those values hold
+        width = min(8, len(some) - 8 * byte)
+        held = np.bincount(owner << width | value, minlength=len(rows) << width).reshape(len(rows), 1 << width)
+        shared[:, 8 * byte:8 * byte + width] = held @ _BITS[:1 << width, :width]
+    return shared / (sets.sizes[rows][:, None] + sets.sizes[some][None, :] - shared)

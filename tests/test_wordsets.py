@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ctxcore import Candidate, Config, build, dedup, wordsets
+from ctxcore.pipeline import forget_stage_results
 from ctxcore.dedup import jaccard, near_duplicates_naive, near_matches, words
 
 # words that sit on the packing's edges: 8, 9, 12 and 13 characters, equal first twelve, digits, case
@@ -106,3 +107,56 @@ def test_lower_threshold_rebuild_reuses_word_sets_and_matches_a_fresh_build():
     assert again.to_json() == fresh.to_json()
     assert again.fate_counts()["near_duplicate"] > build(cands, "q", Config(budget=500, near_dup=0.9)).fate_counts()[
         "near_duplicate"]
+
+
+# -- the sweep: near-dedup from the survivors forward, for thresholds where the join meets most pairs
+
+@pytest.mark.parametrize("group, pair_cost, rows", [(1, 40, 16_384), (3, 0, 5), (3, 10**9, 1), (64, 40, 7)])
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(text, max_size=40), threshold=st.floats(0.01, 1.0))
+def test_sweep_equals_the_definition(group, pair_cost, rows, texts, threshold):
+    # small groups take many steps; a pair cost of 0 hands what is open to the join at the first chance,
+    # a huge one never does; small row slices split every comparison
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(wordsets, "_GROUP", group)
+        mp.setattr(wordsets, "_PAIR_COST", pair_cost)
+        mp.setattr(wordsets, "_ROWS", rows)
+        got = wordsets.sweep(wordsets.word_sets(texts), threshold)
+    assert got == near_duplicates_naive([words(t) for t in texts], threshold)
+
+
+@pytest.mark.parametrize("threshold", [0.02, 0.1, 0.2, 0.3])
+def test_near_dedup_at_low_thresholds_sweeps_and_equals_all_pairs(threshold, monkeypatch):
+    texts = _corpus(1500, seed=int(threshold * 100))
+    sets = wordsets.word_sets(texts)
+    assert wordsets.join_size(sets, threshold) > 1_000_000  # a join here meets most pairs
+    naive = near_duplicates_naive([words(t) for t in texts], threshold)
+    monkeypatch.setattr(dedup, "_SWEEP_FROM", 1_000_000)
+    assert near_matches(texts, "words", threshold) == naive
+    monkeypatch.setattr(wordsets, "_PAIR_COST", 0)  # and with the rest handed to the join early
+    assert near_matches(texts, "words", threshold) == naive
+    assert sum(m is not None for m in naive) > 250
+
+
+def test_sweep_settles_ten_thousand_rows_with_few_survivors():
+    # one common word in every text: at 0.01 the first text absorbs all the others; the join would
+    # meet all 50 million pairs
+    texts = [f"common w{i} w{i + 1}" for i in range(10_000)]
+    got = wordsets.sweep(wordsets.word_sets(texts), 0.01)
+    assert got[0] is None and got[1] == (0, 0.5)  # "common w1 w2" shares w1 with "common w0 w1" too
+    assert got[2:] == [(0, 0.2)] * 9_998
+
+
+def test_rebuilds_across_join_and_sweep_match_fresh_builds(monkeypatch):
+    monkeypatch.setattr(dedup, "_SWEEP_FROM", 1_000_000)  # 1,200 chunks: under 0.35 the stage sweeps
+    texts = _corpus(1200, seed=13)
+    cands = [Candidate(f"c{i}", t, round(1 - i / 2000, 4)) for i, t in enumerate(texts)]
+    seen = {}
+    for threshold in (0.8, 0.05, 0.3, 0.05, 0.7, 0.15, 0.9):
+        seen[threshold] = build(cands, "q", Config(budget=500, near_dup=threshold)).to_json()
+    assert any(key[-1] == 0.05 for key in dedup._SWEPT)  # the low thresholds were swept
+    for threshold, trace in seen.items():
+        forget_stage_results()
+        assert build(cands, "q", Config(budget=500, near_dup=threshold)).to_json() == trace, threshold
+    counts = {t: build(cands, "q", Config(budget=500, near_dup=t)).fate_counts()["near_duplicate"] for t in seen}
+    assert counts[0.05] > counts[0.3] > counts[0.9]
