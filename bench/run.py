@@ -33,8 +33,9 @@ CHANGES = {
     "threshold": Config(min_score=0.35),
     "order": Config(order="rank"),
     "near_dup_up": Config(near_dup=0.9),     # the join made for 0.8 answers 0.9
-    "near_dup_down": Config(near_dup=0.7),   # ... and 0.7: it reaches 0.1 below the threshold
-    "near_dup_far": Config(near_dup=0.5),    # below that: joined again, from the remembered word sets
+    "near_dup_down": Config(near_dup=0.7),   # ... and 0.7
+    "near_dup_far": Config(near_dup=0.5),    # ... and 0.5: it reaches down to 0.5 where that is cheap (--near-steps
+                                             # goes below: joined again from the remembered word sets, or swept)
 }
 
 

@@ -202,9 +202,10 @@ def exact(state):
 _MEASURES = {"words": words, "shingles": shingles}
 _VECTORISED_FROM = 500  # texts; below this, importing numpy (~90 ms) costs more than the Python join saves ...
 _VECTORISED_LOADED = 100  # ... unless something (the app's pandas) has imported it already
-# a vectorised join reaches this far below the threshold asked for (not under 0.5), when that costs
-# at most this many candidate pairs (at 10k chunks about 0.6M and 40 ms; at 100k, 56M and 3 s: then not)
-_MARGIN, _LOWEST, _MARGIN_PAIRS = 0.1, 0.5, 2_000_000
+# a vectorised join reaches below the threshold asked for: down to 0.5, or else 0.1 below, as far as costs
+# at most this many candidate pairs. From 0.8 at 10k chunks, 0.5 is 3.9M pairs and adds about 60 ms to a
+# cold build, most of it while the tokens are counted; at 100k even 0.7 is 56M pairs (3 s): then no margin
+_MARGIN, _LOWEST, _MARGIN_PAIRS = 0.1, 0.5, 5_000_000
 # past this many candidate pairs (at 10k chunks, thresholds under about 0.65), near-dedup sweeps
 # (wordsets.sweep) instead of joining when that looks cheaper: where few survive, and a join would verify
 # nearly every pair (1k chunks at 0.05: join 1.8 s, sweep 1 ms). A join's pairs answer every threshold
@@ -212,14 +213,15 @@ _MARGIN, _LOWEST, _MARGIN_PAIRS = 0.1, 0.5, 2_000_000
 _SWEEP_FROM = 1_000_000
 
 
-def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=None):
+def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=None, reach_below: bool = False):
     """The similarity self-join of ``texts`` under a set measure: (pairs, word sets, lowest similarity
     the pairs go down to).
 
-    Word sets of many texts go through numpy (:mod:`ctxcore.wordsets`), with the same result; that
-    join reaches a little below ``threshold``, so the next steps down a slider reuse it, and its
-    word sets are handed back for a join further down. When the join at ``threshold`` would cost more
-    than ``_SWEEP_FROM`` candidate pairs, pairs is None: the word sets are for a sweep.
+    Word sets of many texts go through numpy (:mod:`ctxcore.wordsets`), with the same result; with
+    ``reach_below`` that join goes below ``threshold`` (down to 0.5 where cheap), so that steps down a
+    slider reuse it. The word sets are handed back for a join further down. When the join at
+    ``threshold`` would cost more than ``_SWEEP_FROM`` candidate pairs, pairs is None: the word sets
+    are for a sweep.
     """
     n = len(texts)
     if sets is not None or (similarity == "words" and (
@@ -227,9 +229,11 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
         from . import wordsets
 
         sets = wordsets.word_sets(texts) if sets is None else sets
-        lower = min(threshold, max(round(threshold - _MARGIN, 9), _LOWEST))  # 0.8 - 0.1 is 0.7000000000000001
-        if lower < threshold and wordsets.join_size(sets, lower) > _MARGIN_PAIRS:
-            lower = threshold
+        lower = threshold
+        for reach in (_LOWEST, round(threshold - _MARGIN, 9)) if reach_below else ():  # 0.8 - 0.1 is 0.70..01
+            if _LOWEST <= reach < threshold and wordsets.join_size(sets, reach) <= _MARGIN_PAIRS:
+                lower = reach
+                break
         if lower == threshold and wordsets.join_size(sets, threshold) > _SWEEP_FROM and wordsets.sweep_pays(
                 sets, threshold):
             return None, sets, threshold
@@ -272,7 +276,8 @@ def _memo_near(texts: tuple[str, ...], similarity: str, threshold: float) -> lis
     swept = _SWEPT.get(key + (threshold,))
     if swept is not None:
         return swept
-    pairs, sets, lower = join_texts(texts, similarity, threshold, sets=joined[2] if joined else None)
+    pairs, sets, lower = join_texts(texts, similarity, threshold, sets=joined[2] if joined else None,
+                                    reach_below=True)
     if pairs is not None:
         return first_survivor(_JOINS.keep(key, (lower, pairs, sets))[1], threshold)
     if joined is None:

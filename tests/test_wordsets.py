@@ -160,3 +160,21 @@ def test_rebuilds_across_join_and_sweep_match_fresh_builds(monkeypatch):
         assert build(cands, "q", Config(budget=500, near_dup=threshold)).to_json() == trace, threshold
     counts = {t: build(cands, "q", Config(budget=500, near_dup=t)).fate_counts()["near_duplicate"] for t in seen}
     assert counts[0.05] > counts[0.3] > counts[0.9]
+
+
+def test_thresholds_down_to_half_reuse_the_first_join(monkeypatch):
+    texts = _corpus(1200, seed=17)
+    cands = [Candidate(f"c{i}", t, round(1 - i / 2000, 4)) for i, t in enumerate(texts)]
+    build(cands, "q", Config(budget=500, near_dup=0.8))
+
+    def compares(*args):
+        raise AssertionError("compared texts again")
+
+    steps = (0.5, 0.65, 0.95, 0.7)
+    with monkeypatch.context() as mp:  # the join made for 0.8 reaches 0.5: these compare no texts
+        for name in ("similar_pairs", "sweep", "word_sets"):
+            mp.setattr(wordsets, name, compares)
+        traces = {t: build(cands, "q", Config(budget=500, near_dup=t)).to_json() for t in steps}
+    for t in steps:
+        forget_stage_results()
+        assert build(cands, "q", Config(budget=500, near_dup=t)).to_json() == traces[t]
