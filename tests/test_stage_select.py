@@ -74,3 +74,101 @@ def test_naive_preset_keeps_duplicates_and_database_order():
     cands = [Candidate("b", "refund policy five days", 0.5), Candidate("a", "refund policy 5 days", 0.9)]
     t = build(cands, "q", Config(budget=500, **PRESETS["naive"]))
     assert [d.id for d in t.kept()] == ["b", "a"]
+
+
+# -- MMR: the lazy walk gives the definition's order, and a build with it the definition's trace
+
+import dataclasses  # noqa: E402
+import random  # noqa: E402
+
+import pytest  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from ctxcore import select  # noqa: E402
+from ctxcore.dedup import jaccard, words  # noqa: E402
+
+
+def _mmr_definition(alive, lam, rank, accepted):
+    """Every step: the highest lam * score - (1 - lam) * closest over the whole pool, ties by rank."""
+    pool, closest = list(alive), {c.id: 0.0 for c in alive}
+    while pool:
+        best = max(pool, key=lambda c: (lam * (c.score or 0.0) - (1 - lam) * closest[c.id], -rank[c.id]))
+        pool.remove(best)
+        yield best
+        if best.id in accepted:
+            for c in pool:
+                closest[c.id] = max(closest[c.id], jaccard(words(c.text), words(best.text)))
+
+
+class _DefinitionWalk:
+    """select's walk interface over the definition, with nothing cut short."""
+
+    def __init__(self, alive, lam, rank):
+        self.accepted, self.walked = set(), []
+        self.gen = _mmr_definition(alive, lam, rank, self.accepted)
+        self.alive = alive
+
+    def __iter__(self):
+        for c in self.gen:
+            self.walked.append(c)
+            yield c
+
+    def least(self, _k=None):
+        done = {c.id for c in self.walked[:-1]}
+        return min(c.tokens for c in self.alive if c.id not in done)
+
+    def rest(self, _k=None):
+        return [self.walked[-1]] + list(self.gen)
+
+    def accept(self, c):
+        self.accepted.add(c.id)
+
+
+def _pool(seed, n):
+    rng = random.Random(seed)
+    vocab = "refund days five card bank ship free damaged policy order item fee".split()
+    out = []
+    for i in range(n):
+        text = " ".join(rng.choices(vocab, k=rng.randint(2, 9)))
+        score = rng.choice([None, 0.2, 0.5, 0.5, 0.8, round(rng.random(), 2)])  # ties, and unscored
+        out.append(Candidate(f"c{i}", text, score))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 40), st.sampled_from([0.0, 0.3, 0.5, 0.7, 1.0]),
+       st.integers(0, 60))
+def test_lazy_mmr_walks_in_the_definitions_order(seed, n, lam, budget):
+    # tokens as select sees them: one per word here; rank order as the build makes it
+    cands = [dataclasses.replace(c, tokens=len(c.text.split())) for c in _pool(seed, n)]
+    alive = tuple(sorted(cands, key=lambda c: (c.score is None, -(c.score or 0.0))))
+    rank = {c.id: i for i, c in enumerate(alive)}
+    lazy, reference = select._Mmr(alive, lam, rank), _mmr_definition(alive, lam, rank, accepted := set())
+    left, got, want = budget, [], []
+    for c in lazy:  # accept what fits, as select does
+        got.append(c.id)
+        if c.tokens <= left:
+            left -= c.tokens
+            lazy.accept(c)
+    left = budget
+    for c in reference:
+        want.append(c.id)
+        if c.tokens <= left:
+            left -= c.tokens
+            accepted.add(c.id)
+    assert got == want
+
+
+@pytest.mark.parametrize("budget, limit", [(60, None), (400, None), (2000, None), (400, 4), (5000, 30)])
+@pytest.mark.parametrize("lam", [0.3, 0.7])
+def test_mmr_build_equals_the_definition(budget, limit, lam, monkeypatch):
+    cands = _pool(99, 300)
+    config = Config(budget=budget, near_dup=None, select="mmr", mmr_lambda=lam, max_passages=limit)
+    got = build(cands, "q", config)
+    monkeypatch.setattr(select, "_Mmr", _DefinitionWalk)
+    from ctxcore.pipeline import forget_stage_results
+
+    forget_stage_results()
+    want = build(cands, "q", config)
+    assert got.to_json() == want.to_json()
+    assert 0 < got.fate_counts()["kept"] < 300
