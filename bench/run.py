@@ -24,6 +24,7 @@ sys.path[:0] = [os.path.dirname(HERE), HERE]
 import synth  # noqa: E402
 
 from ctxcore import Config, build, get_tokenizer  # noqa: E402
+from ctxcore import tokens  # noqa: E402
 from ctxcore.dedup import near_duplicates_naive, near_matches, words  # noqa: E402
 from ctxcore.pipeline import clear_caches, forget_stage_results  # noqa: E402
 
@@ -61,16 +62,36 @@ def cold(cands, reps):
     return timed(once, reps)
 
 
-def warm(cands, reps, change):
+def warm(cands, reps, change, base=Config(), recount=False):
     def once():
         # token counts stay cached; stage results are forgotten, so each change is seen for the first time
         forget_stage_results()
-        build(cands, QUERY, Config())  # the base settings, as a user would have had them
+        if recount:
+            tokens.clear_cache()
+        build(cands, QUERY, base)  # the base settings, as a user would have had them
         t0 = time.perf_counter()
         build(cands, QUERY, change)
         return time.perf_counter() - t0
     runs = [once() for _ in range(reps)]
     return {"median": statistics.median(runs), "min": min(runs), "max": max(runs)}
+
+
+# every setting, changed from the defaults one at a time (the issue's "any single setting change")
+EVERY = {"encoding": "o200k_base", "model": "gpt-4o", "window": 16384, "max_output": 500, "safety": 0.1,
+         "history_share": 0.2, "budget": 3000, "caller": "guest", "prefer_newest": False, "near_dup": 0.7,
+         "similarity": "shingles", "merge_adjacent": True, "min_score": 0.35, "select": "density",
+         "order": "rank", "label_overhead": 3, "compress": True, "max_chunk_tokens": 120, "max_passages": 3}
+
+
+def every_setting(cands, reps):
+    """Warm rebuilds for a change of each setting; a new encoding is timed the first time it is used
+    (its counts are not cached yet), and the MMR weight with MMR selection on."""
+    out = {}
+    for name, value in EVERY.items():
+        first_count = name in ("encoding", "model")  # gpt-4o's encoding is o200k_base
+        out[name] = warm(cands, reps, Config(**{name: value}), recount=first_count)
+    out["mmr_lambda"] = warm(cands, reps, Config(select="mmr", mmr_lambda=0.3), base=Config(select="mmr"))
+    return out
 
 
 def near_dup_steps(cands, reps, thresholds):
@@ -111,6 +132,7 @@ def main(argv=None):
                     help="near-dup thresholds to step to from 0.8, at the largest size")
     ap.add_argument("--near-reps", type=int, default=3)
     ap.add_argument("--dedup-low", type=float, default=0.1, help="also compare near-dedup at this threshold")
+    ap.add_argument("--every-setting", action="store_true", help="warm rebuilds for every setting, at the largest size")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args(argv)
     result = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
@@ -138,6 +160,15 @@ def main(argv=None):
         for t, v in steps.items():
             print(f"  {t:<22g}{v['median'] * 1000:8.1f} ms{v['min'] * 1000:7.1f} ms{v['max'] * 1000:7.1f} ms"
                   f"{v['median'] / f:8.2f}x", flush=True)
+    if args.every_setting:
+        n = max(args.sizes)
+        f = result["sizes"][n]["floor"]["median"]
+        every = every_setting(synth.candidates(n), args.near_reps)
+        result["every_setting"] = {"n": n, "changes": {k: {"to": EVERY.get(k, 0.3), **v} for k, v in every.items()}}
+        print(f"{n:,} candidates, one setting changed   median       min       max   x floor", flush=True)
+        for name, v in every.items():
+            print(f"  {name + ' ' + str(EVERY.get(name, 0.3)):<22}{v['median'] * 1000:8.1f} ms{v['min'] * 1000:7.1f} ms"
+                  f"{v['max'] * 1000:7.1f} ms{v['median'] / f:8.2f}x", flush=True)
     result["dedup"] = [dedup_vs_naive(n, args.reps, t) for t in (0.8, args.dedup_low) if t
                        for n in args.dedup_sizes]
     for d in result["dedup"]:

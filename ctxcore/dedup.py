@@ -217,18 +217,21 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
     """The similarity self-join of ``texts`` under a set measure: (pairs, word sets, lowest similarity
     the pairs go down to).
 
-    Word sets of many texts go through numpy (:mod:`ctxcore.wordsets`), with the same result; with
-    ``reach_below`` that join goes below ``threshold`` (down to 0.5 where cheap), so that steps down a
-    slider reuse it. The word sets are handed back for a join further down. When the join at
-    ``threshold`` would cost more than ``_SWEEP_FROM`` candidate pairs, pairs is None: the word sets
-    are for a sweep.
+    Word or shingle sets of many texts go through numpy (:mod:`ctxcore.wordsets`), with the same
+    result; with ``reach_below`` that join goes below ``threshold`` (down to 0.5 where cheap), so that
+    steps down a slider reuse it. The sets are handed back for a join further down. When the join at
+    ``threshold`` would cost more than ``_SWEEP_FROM`` candidate pairs and a sweep looks cheaper,
+    pairs is None: the sets are for a sweep.
     """
     n = len(texts)
-    if sets is not None or (similarity == "words" and (
-            n >= _VECTORISED_FROM or (n >= _VECTORISED_LOADED and "numpy" in sys.modules))):
+    if sets is None and similarity in _MEASURES and (
+            n >= _VECTORISED_FROM or (n >= _VECTORISED_LOADED and "numpy" in sys.modules)):
         from . import wordsets
 
-        sets = wordsets.word_sets(texts) if sets is None else sets
+        sets = (wordsets.word_sets if similarity == "words" else wordsets.shingle_sets)(texts)  # None: too varied
+    if sets is not None:
+        from . import wordsets
+
         lower = threshold
         for reach in (_LOWEST, round(threshold - _MARGIN, 9)) if reach_below else ():  # 0.8 - 0.1 is 0.70..01
             if _LOWEST <= reach < threshold and wordsets.join_size(sets, reach) <= _MARGIN_PAIRS:

@@ -8,7 +8,9 @@ the tokens does.
 A word is a run of ``[a-z0-9]`` in the lower-cased text. Words of up to twelve
 characters are written as base-37 numbers with digits 1..36, which is
 injective and fits in 63 bits; longer words get ids from a dictionary. No
-hashing, so two different words can never be taken for one.
+hashing, so two different words can never be taken for one. Shingle sets
+(:func:`shingle_sets`) are numbered in the same exact way, and the join and the sweep
+work on either.
 """
 
 from __future__ import annotations
@@ -86,18 +88,55 @@ def word_sets(texts: Sequence[str]) -> WordSets:
                                                                    length[long_words].tolist())),
             dtype=np.uint64, count=long_words.size)
 
+    return _sets(key, text, len(texts))
+
+
+def shingle_sets(texts: Sequence[str], k: int = 5) -> Optional[WordSets]:
+    """The character k-gram sets of ``texts``, as :func:`ctxcore.dedup.shingles` makes them (lower-cased,
+    whitespace runs as one space; a text shorter than k is its own one shingle), or None when the texts
+    hold so many distinct characters that k of them do not fit in 63 bits (then the caller makes them
+    in Python).
+
+    A character becomes its place among the characters present (1, 2, ...), and a shingle the k-digit
+    number those make, with 0 after the end of a short text: no hashing, so no two shingles are taken
+    for one.
+
+    >>> ss = shingle_sets(["Refund  days", "refund days!", "abc", ""])
+    >>> ss.sizes.tolist(), ss.vocabulary
+    ([7, 8, 1, 0], 9)
+    """
+    norms = [" ".join(t.lower().split()) for t in texts]
+    lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
+    chars = np.frombuffer("".join(norms).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    present = np.bincount(chars, minlength=0x110000) > 0
+    base = int(present.sum()) + 1
+    if base ** k >= 1 << 63:
+        return None
+    digits = np.concatenate([np.cumsum(present)[chars], np.zeros(k, dtype=np.int64)])
+    grams = np.where(lengths >= k, lengths - k + 1, np.minimum(lengths, 1))
+    text = np.repeat(np.arange(len(texts), dtype=np.int64), grams)
+    first = np.repeat(np.cumsum(lengths) - lengths - np.cumsum(grams) + grams, grams) + np.arange(int(grams.sum()))
+    within = np.minimum(lengths, k)[text]  # characters of each shingle; the rest are 0
+    key = np.zeros(len(first), dtype=np.int64)
+    for d in range(k):
+        key = key * base + np.where(d < within, digits[first + d], 0)
+    return _sets(key, text, len(texts))
+
+
+def _sets(key: np.ndarray, text: np.ndarray, n: int) -> WordSets:
+    """WordSets from one key per (element, text holding it), repeats allowed."""
     order = np.argsort(key)
     ordered = key[order]
     word = np.concatenate([[0], np.cumsum(ordered[1:] != ordered[:-1])]) if len(key) else np.zeros(0, np.int64)
     vocabulary = int(word[-1]) + 1 if len(word) else 0
-    width = max(len(texts), 1)
+    width = max(n, 1)
     word, row = np.divmod(_distinct(word * width + text[order]), width)  # one entry per (word, text holding it)
     texts_holding = np.bincount(word, minlength=vocabulary)
     rank = np.empty(vocabulary, dtype=np.int64)
     rank[np.argsort(texts_holding, kind="stable")] = np.arange(vocabulary)
     ranked = np.sort(row * max(vocabulary, 1) + rank[word]) % max(vocabulary, 1)
-    sizes = np.bincount(row, minlength=len(texts)).astype(np.int64)
-    starts = np.zeros(len(texts) + 1, dtype=np.int64)
+    sizes = np.bincount(row, minlength=n).astype(np.int64)
+    starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes, out=starts[1:])
     return WordSets(starts, ranked, sizes, vocabulary)
 

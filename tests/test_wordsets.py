@@ -178,3 +178,33 @@ def test_thresholds_down_to_half_reuse_the_first_join(monkeypatch):
     for t in steps:
         forget_stage_results()
         assert build(cands, "q", Config(budget=500, near_dup=t)).to_json() == traces[t]
+
+
+# -- shingle sets: the same sets as dedup.shingles, and near-dedup over them the definition's
+
+SPACES = [" ", "  ", "\t", "\n", "\xa0", "\u2028", "\u3000", "\x1c", "\x85"]
+chars = st.lists(st.sampled_from(list("abcAB ") + SPACES + ODD + ["\ud800", "\U0001f600x"]), max_size=14).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(chars, max_size=10))
+def test_shingle_sets_are_the_shingles_of_the_definition(texts):
+    sets = wordsets.shingle_sets(texts)
+    assert sets.sizes.tolist() == [len(dedup.shingles(t)) for t in texts]
+    got = [[len(set(sets.row(i).tolist()) & set(sets.row(j).tolist())) for j in range(len(texts))]
+           for i in range(len(texts))]
+    assert got == [[len(dedup.shingles(a) & dedup.shingles(b)) for b in texts] for a in texts]
+
+
+def test_texts_with_too_many_distinct_characters_fall_back_to_python():
+    texts = ["".join(map(chr, range(0x4E00 + 7000 * i, 0x4E00 + 7000 * (i + 1)))) for i in range(2)] + ["x"] * 600
+    assert wordsets.shingle_sets(texts) is None  # 14,000 distinct characters: five do not fit in 63 bits
+    assert near_matches(texts, "shingles", 0.8)[3] == (2, 1.0)
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.8])
+def test_shingle_near_dedup_of_hundreds_equals_all_pairs(threshold):
+    texts = _corpus(600, seed=21)
+    naive = near_duplicates_naive([dedup.shingles(t) for t in texts], threshold)
+    assert near_matches(texts, "shingles", threshold) == naive  # 600 texts: the numpy path
+    assert sum(m is not None for m in naive) > 30
