@@ -257,35 +257,56 @@ def near_matches(texts: Sequence[str], similarity: str, threshold: float) -> lis
     return _sweep(sets, threshold) if pairs is None else first_survivor(pairs, threshold)
 
 
-def _sweep(sets, threshold: float) -> list[Match]:
+def _sweep(sets, threshold: float, rows: Optional[list[int]] = None) -> list[Match]:
+    """:func:`ctxcore.wordsets.sweep` of all the sets, or of those in ``rows``."""
     from . import wordsets
 
-    return wordsets.sweep(sets, threshold)
+    return wordsets.sweep(sets if rows is None else wordsets.subset(sets, rows), threshold)
 
 
 _JOINS = Memo(8)
 _SWEPT = Memo(8)
 
 
-def _memo_near(texts: tuple[str, ...], similarity: str, threshold: float) -> list[Match]:
-    """Near-dedup of the survivors in rank order. The similarity join behind it is remembered, so a
-    rebuild with other settings, or with a threshold the join reaches, does not compare texts again;
-    one below it joins again from the remembered word sets, or sweeps them when that join is too big
-    (a sweep answers its own threshold only, and is remembered by it)."""
+def _memo_near(texts: tuple[str, ...], rows: list[int], similarity: str, threshold: float) -> list[Match]:
+    """Near-dedup of ``texts[rows]`` in that order, where ``texts`` are every candidate's, in rank order.
+
+    The join is made over all the texts and remembered, so a rebuild with other settings compares no
+    texts again when the threshold is one the join reaches: not when other candidates survive the
+    filters before this stage (a similarity belongs to a pair, whoever else is there), nor when the
+    threshold moves within the join. Below it, the remembered sets are joined again, or swept when
+    that join is too big (a sweep answers its own threshold and survivors only, and is remembered by
+    them).
+    """
     key = (texts, similarity)
     joined = _JOINS.get(key)
     if joined is not None and joined[0] <= threshold:
-        return first_survivor(joined[1], threshold)
-    swept = _SWEPT.get(key + (threshold,))
+        return first_survivor(_among(joined[1], rows), threshold)
+    swept_key = key + (threshold, tuple(rows))
+    swept = _SWEPT.get(swept_key)
     if swept is not None:
         return swept
     pairs, sets, lower = join_texts(texts, similarity, threshold, sets=joined[2] if joined else None,
                                     reach_below=True)
     if pairs is not None:
-        return first_survivor(_JOINS.keep(key, (lower, pairs, sets))[1], threshold)
+        return first_survivor(_among(_JOINS.keep(key, (lower, pairs, sets))[1], rows), threshold)
     if joined is None:
-        _JOINS.keep(key, (math.inf, None, sets))  # no pairs yet: the word sets, for the next join
-    return _SWEPT.keep(key + (threshold,), _sweep(sets, threshold))
+        _JOINS.keep(key, (math.inf, None, sets))  # no pairs yet: the sets, for the next join
+    return _SWEPT.keep(swept_key, _sweep(sets, threshold, None if len(rows) == len(texts) else rows))
+
+
+def _among(pairs: list, rows: list[int]) -> list:
+    """The pairs between ``rows`` only, numbered by place in ``rows`` (ascending).
+
+    >>> _among([[], [(0, 0.9)], [(0, 0.8), (1, 0.85)]], [0, 2])
+    [[], [(0, 0.8)]]
+    """
+    if len(rows) == len(pairs):
+        return pairs
+    place = [-1] * len(pairs)
+    for k, r in enumerate(rows):
+        place[r] = k
+    return [[(place[j], sim) for j, sim in pairs[r] if place[j] >= 0] if pairs[r] else [] for r in rows]
 
 
 def near(state):
@@ -306,7 +327,9 @@ def near(state):
             return state.warn(f"cosine near-dedup skipped: {err}")
         measure = "cosine"
     else:
-        matches = _memo_near(_texts(alive), c.similarity, c.near_dup)
+        rank = state.rank
+        matches = _memo_near(_ranked_texts(state.candidates, rank), [rank[x.id] for x in alive], c.similarity,
+                             c.near_dup)
         measure = "word-set Jaccard" if c.similarity == "words" else "5-character shingle Jaccard"
     found = [(x.id, alive[m[0]].id, m[1]) for x, m in zip(alive, matches) if m is not None]
     said, tail = measure + " %.3f with higher-ranked ", f" (threshold {c.near_dup:g})"
@@ -319,7 +342,14 @@ def near(state):
 _TEXTS = Memo(8)
 
 
-def _texts(alive: tuple) -> tuple[str, ...]:
-    """The survivors' texts, the key of the remembered joins; a rebuild resumed before this stage
-    has the same survivors tuple, and gets the same key back without reading 10k records."""
-    return _TEXTS.of(alive, lambda a: tuple([x.text for x in a]))
+def _ranked_texts(candidates: tuple, rank) -> tuple[str, ...]:
+    """Every candidate's text in rank order: the key of the remembered joins, made once per candidate
+    set (a rebuild has the same candidates tuple, and gets the same key back without reading 10k records)."""
+
+    def make(cands):
+        texts = [""] * len(cands)
+        for c in cands:
+            texts[rank[c.id]] = c.text
+        return tuple(texts)
+
+    return _TEXTS.of(candidates, make)

@@ -264,12 +264,13 @@ def _shared(sets: WordSets, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 
-def subset(sets: WordSets, rows: np.ndarray) -> WordSets:
+def subset(sets: WordSets, rows) -> WordSets:
     """The rows ``rows`` (ascending) as a WordSets of their own, in the same word order.
 
-    >>> subset(word_sets(["a b", "c", "a b c"]), np.array([0, 2])).sizes.tolist()
+    >>> subset(word_sets(["a b", "c", "a b c"]), [0, 2]).sizes.tolist()
     [2, 3]
     """
+    rows = np.asarray(rows, dtype=np.int64)
     sizes = sets.sizes[rows]
     starts = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(sizes, out=starts[1:])

@@ -154,7 +154,7 @@ def test_rebuilds_across_join_and_sweep_match_fresh_builds(monkeypatch):
     seen = {}
     for threshold in (0.8, 0.05, 0.3, 0.05, 0.7, 0.15, 0.9):
         seen[threshold] = build(cands, "q", Config(budget=500, near_dup=threshold)).to_json()
-    assert any(key[-1] == 0.05 for key in dedup._SWEPT)  # the low thresholds were swept
+    assert any(key[2] == 0.05 for key in dedup._SWEPT)  # the low thresholds were swept
     for threshold, trace in seen.items():
         forget_stage_results()
         assert build(cands, "q", Config(budget=500, near_dup=threshold)).to_json() == trace, threshold
