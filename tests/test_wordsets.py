@@ -208,3 +208,28 @@ def test_shingle_near_dedup_of_hundreds_equals_all_pairs(threshold):
     naive = near_duplicates_naive([dedup.shingles(t) for t in texts], threshold)
     assert near_matches(texts, "shingles", threshold) == naive  # 600 texts: the numpy path
     assert sum(m is not None for m in naive) > 30
+
+
+def test_filter_changes_before_near_dedup_reuse_the_join(monkeypatch):
+    texts = _corpus(1200, seed=23)
+    cands = [Candidate(f"c{i}", t, round(1 - i / 2000, 4), doc_id=f"d{i % 300}",
+                       date=("2025-01-01", "2026-01-01", None)[i // 300 % 3],
+                       permissions=("staff",) if i % 4 == 0 else None) for i, t in enumerate(texts)]
+    base = Config(budget=500, near_dup=0.7)
+    build(cands, "q", base)
+
+    def compares(*args):
+        raise AssertionError("compared texts again")
+
+    changes = [base.replace(prefer_newest=False), base.replace(caller="staff"), base.replace(caller="guest"),
+               base.replace(caller="staff", prefer_newest=False, near_dup=0.6)]
+    with monkeypatch.context() as mp:
+        for name in ("similar_pairs", "sweep", "word_sets"):
+            mp.setattr(wordsets, name, compares)
+        traces = [build(cands, "q", c) for c in changes]
+    for config, trace in zip(changes, traces):
+        forget_stage_results()
+        assert build(cands, "q", config).to_json() == trace.to_json()
+    counts = [t.fate_counts() for t in traces]
+    assert counts[0]["stale"] == 0 < build(cands, "q", base).fate_counts()["stale"]
+    assert counts[2]["not_permitted"] > 0 and all(c["near_duplicate"] > 20 for c in counts)
