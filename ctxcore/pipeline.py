@@ -66,11 +66,14 @@ def _start(candidates, query, config, inputs) -> State:
 # Rebuilds start from the last remembered state whose stages read none of the changed settings:
 # (first stage not covered, settings read by the stages before it that earlier entries do not list;
 # "inputs" stands for the mandatory blocks and history, which the budget measures).
-_EARLY = (("encoding", "caller", "prefer_newest"), ("near_dup", "similarity", "merge_adjacent"), ("min_score",))
+_EARLY = (("encoding",), ("caller", "prefer_newest"), ("near_dup", "similarity"), ("merge_adjacent",),
+          ("min_score",))
 CHECKPOINTS = (
-    (STAGES.index(dedup.near), _EARLY[0]),
-    (STAGES.index(filters.threshold), _EARLY[1]),
-    (STAGES.index(budget.run), _EARLY[2]),
+    (0, _EARLY[0]),  # the state the start made: ranked, and counting with the encoding's tokenizer
+    (STAGES.index(dedup.near), _EARLY[1]),
+    (STAGES.index(merge.run), _EARLY[2]),
+    (STAGES.index(filters.threshold), _EARLY[3]),
+    (STAGES.index(budget.run), _EARLY[4]),
     # budget and select read the rest, save the order; listing them by exclusion keeps a new setting safe
     (STAGES.index(order.run), ("inputs",) + tuple(f.name for f in dataclasses.fields(Config)
                                                   if f.name != "order" and all(f.name not in e for e in _EARLY))),
