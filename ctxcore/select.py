@@ -103,6 +103,7 @@ def run(state):
     # the passage text is recorded when it is not the candidate's own (compressed, or merged with its neighbours)
     original = {x.id: x.text for x in state.candidates} if cfg.merge_adjacent else None
     chosen = []
+    too_long = []  # text alone over what is left: decided together when what is left changes, or at the end
     for k, c in enumerate(walk):
         if limit is not None and len(kept) >= limit:
             dropped += Decision.each("over_budget", "select", [
@@ -110,10 +111,10 @@ def run(state):
             break
         if c.id not in overhead and unmeasured:
             if walk.least(k) + floor > remaining:  # no text left to walk fits: the walk ends here
-                dropped += _too_long(state, walk.rest(k), remaining, docs)
+                too_long += walk.rest(k)
                 break
             if c.tokens + floor > remaining:
-                dropped += _too_long(state, [c], remaining, docs)
+                too_long.append(c)
                 continue
         if c.id not in overhead:
             overhead[c.id] = label_overhead(state, c)
@@ -124,6 +125,9 @@ def run(state):
         text, tokens, compressed = fit
         chosen.append(c)
         cost = tokens + overhead[c.id]
+        if too_long:
+            dropped += _too_long(state, too_long, remaining, docs)
+            too_long = []
         remaining -= cost
         walk.accept(c)
         how = {"score": "by score", "density": "by score per token", "mmr": "by MMR"}[cfg.select]
@@ -134,6 +138,7 @@ def run(state):
             tokens=tokens, tokens_before=c.tokens if compressed else None, cost=cost,
             compressed=compressed,
             text=text if text != (original[c.id] if original else c.text) else None))
+    dropped += _too_long(state, too_long, remaining, docs) if too_long else []
     kept.sort(key=lambda d: rank[d.id])
     chosen.sort(key=lambda c: rank[c.id])
     return state.drop(dropped, survivors=tuple(chosen)).replace(kept=tuple(kept))
