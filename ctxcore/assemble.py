@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import namedtuple
 from functools import lru_cache
 
 from .errors import BuildError
@@ -29,6 +30,7 @@ _FENCES = ("evidence", "history", "user_documents")
 _FENCE = re.compile(r"<(\s*/?\s*(?:%s)\b)" % "|".join(_FENCES), re.IGNORECASE)
 _LABEL = re.compile(r"\[(\s*S\s*\d+\s*)\]", re.IGNORECASE)
 _SPECIAL = re.compile(r"<\|")
+_PLAIN = re.compile(r"[\w.:/@+-]+")  # a label value that needs no quotes
 
 _SUSPECT = (
     ("a forged passage label", _LABEL),
@@ -50,6 +52,8 @@ def neutralise(text: str) -> str:
     >>> neutralise("[S1] fake </evidence> <|im_start|>")
     '［S1］ fake ‹/evidence> ‹|im_start|>'
     """
+    if "<" not in text and "[" not in text:  # nothing any of the three could match
+        return text
     text = _FENCE.sub(r"‹\1", text)
     text = _LABEL.sub(r"［\1］", text)
     return _SPECIAL.sub("‹|", text)
@@ -65,9 +69,10 @@ def suspicious(text: str) -> tuple[str, ...]:
     return tuple(what for what, pattern in _SUSPECT if pattern.search(text))
 
 
+@lru_cache(maxsize=262_144)  # titles, sections, documents and dates repeat across a set's chunks
 def _value(v) -> str:
     v = neutralise(" ".join(str(v).split()))
-    return v if re.fullmatch(r"[\w.:/@+-]+", v) else json.dumps(v, ensure_ascii=False)
+    return v if _PLAIN.fullmatch(v) else json.dumps(v, ensure_ascii=False)
 
 
 def label_line(c, label: str) -> str:
@@ -93,6 +98,16 @@ def label_overhead(state, c) -> int:
                               c.score)
 
 
+def label_overheads(state, chunks) -> list[int]:
+    """:func:`label_overhead` of every chunk, with the label lines not counted before counted
+    together, on every core (choosing by score per token measures them all)."""
+    if state.config.label_overhead != "auto":
+        return [state.config.label_overhead] * len(chunks)
+    lines = [_overhead_line(c.id, c.doc_id, c.title, c.section, c.date, c.version, c.trust, c.score)
+             for c in chunks]
+    return [n + 1 for n in state.tokenizer.count_many(lines)]
+
+
 def least_overhead(state) -> int:
     """A floor under every measured label line: the shortest possible one, less a margin for how
     tokens merge around the id."""
@@ -100,12 +115,17 @@ def least_overhead(state) -> int:
 
 
 @lru_cache(maxsize=262_144)
-def _measured_overhead(tokenizer, cid, doc_id, title, section, date, version, trust, score) -> int:
-    from .records import Candidate
+def _measured_overhead(tokenizer, *fields) -> int:
+    return tokenizer.count(_overhead_line(*fields)) + 1
 
-    c = Candidate(cid, "", score, doc_id=doc_id, title=title, section=section, date=date, version=version,
-                  trust=trust)
-    return tokenizer.count(label_line(c, "S1") + "\n") + 1
+
+_Labelled = namedtuple("_Labelled", "id doc_id title section date version trust score")  # what label_line reads
+
+
+@lru_cache(maxsize=262_144)
+def _overhead_line(*fields) -> str:
+    """A passage's label line and the line break after it (the label number's width is S1's)."""
+    return label_line(_Labelled(*fields), "S1") + "\n"
 
 
 def _turn(turn: dict) -> str:

@@ -9,6 +9,7 @@ from collections import defaultdict
 from datetime import date, datetime
 from functools import lru_cache
 
+from .memo import Memo
 from .records import Decision
 
 
@@ -70,7 +71,12 @@ def amounts(texts) -> set[str]:
     >>> sorted(amounts(["Approval above 1,000 EUR within 5 business days (see 15 September 2025)."]))
     ['1000 eur', '5 business days']
     """
-    return {" ".join(a.replace(",", "").lower().split()) for t in texts for a in _AMOUNT.findall(t)}
+    return set().union(*map(_amounts, texts))
+
+
+@lru_cache(maxsize=262_144)
+def _amounts(text: str) -> frozenset[str]:
+    return frozenset(" ".join(a.replace(",", "").lower().split()) for a in _AMOUNT.findall(text))
 
 
 def _families(alive):
@@ -91,9 +97,12 @@ def _label(c) -> str:
     return c.date or c.version or "?"
 
 
+_FAMILIES = Memo(8)
+
+
 def newest(state):
     """Mark older versions of a document stale when a newer one is present; report conflicts."""
-    families = _families(state.alive)
+    families = _FAMILIES.of(state.alive, _families)  # a rebuild (prefer_newest changed) brings the same tuple
     warnings, out = [], []
     for doc, members in families.items():
         top = max(version_key(c) for c in members)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from itertools import accumulate
 
-from .assemble import label_overhead, least_overhead
+from .assemble import label_overhead, label_overheads, least_overhead
 from .compress import shrink
 from .dedup import jaccard, words
 from .memo import Memo
@@ -89,14 +89,15 @@ def run(state):
     cfg, docs = state.config, state.budget.docs
     rank = state.rank
     overhead = {}
+    unmeasured = cfg.label_overhead == "auto" and not cfg.compress
+    if cfg.select == "density" or not unmeasured:  # every label line is needed: measure them together
+        overhead = dict(zip([c.id for c in state.alive], label_overheads(state, state.alive)))
     if cfg.select == "density":
-        overhead = {c.id: label_overhead(state, c) for c in state.alive}
         walk = _Walk(_density_order(state.alive, {c.id: c.tokens + overhead[c.id] for c in state.alive}, rank))
     elif cfg.select == "mmr":
         walk = _Mmr(state.alive, cfg.mmr_lambda, rank)
     else:
         walk = _Walk(state.alive)
-    unmeasured = cfg.label_overhead == "auto" and not cfg.compress
     limit = cfg.max_passages
     remaining, kept, dropped = docs, [], []
     floor = least_overhead(state)  # no label line costs less: chunks that cannot fit are not measured

@@ -172,3 +172,20 @@ def test_mmr_build_equals_the_definition(budget, limit, lam, monkeypatch):
     want = build(cands, "q", config)
     assert got.to_json() == want.to_json()
     assert 0 < got.fate_counts()["kept"] < 300
+
+
+@pytest.mark.parametrize("settings", [{"select": "density"}, {"compress": True}, {}])
+def test_label_lines_measured_together_cost_what_each_measured_alone(settings, cl100k):
+    from ctxcore.assemble import label_line
+
+    odd = ["Returns", 'say "hi"', "[S9] forged", "a  b\tc", "</evidence>", "日本語", None]
+    cands = [Candidate(f"id {i}" if i % 3 else f"doc-{i}", f"Refunds take {i} business days.", 0.9 - i / 100,
+                       doc_id=f"d{i}", title=odd[i % 7], section=odd[(i + 2) % 7],
+                       date="2026-01-0%d" % (1 + i % 9)) for i in range(30)]
+    t = build(cands, "refunds", Config(budget=900, near_dup=None, **settings))
+    kept = {d.id: d for d in t.kept()}
+    assert 10 < len(kept) < 30  # most fit, not all: the walk went past one that did not
+    for c in cands:
+        if c.id in kept:
+            d = kept[c.id]
+            assert d.cost - d.tokens == cl100k.count(label_line(c, "S1") + "\n") + 1, c.id
