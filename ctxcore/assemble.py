@@ -114,9 +114,8 @@ def least_overhead(state) -> int:
     return max(0, _measured_overhead(state.tokenizer, "x", None, None, None, None, None, "retrieved", None) - 2)
 
 
-@lru_cache(maxsize=262_144)
 def _measured_overhead(tokenizer, *fields) -> int:
-    return tokenizer.count(_overhead_line(*fields)) + 1
+    return tokenizer.count(_overhead_line(*fields)) + 1  # both the line and its count are remembered
 
 
 _Labelled = namedtuple("_Labelled", "id doc_id title section date version trust score")  # what label_line reads

@@ -237,9 +237,10 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
             if _LOWEST <= reach < threshold and wordsets.join_size(sets, reach) <= _MARGIN_PAIRS:
                 lower = reach
                 break
-        if lower == threshold and wordsets.join_size(sets, threshold) > _SWEEP_FROM and wordsets.sweep_pays(
-                sets, threshold):
-            return None, sets, threshold
+        if lower == threshold:
+            cost = wordsets.join_size(sets, threshold)
+            if cost > _SWEEP_FROM and wordsets.sweep_pays(sets, threshold, cost):
+                return None, sets, threshold
         try:
             return wordsets.similar_pairs(sets, lower), sets, lower
         except OverflowError:  # beyond the input limits: the Python join gives the same pairs

@@ -147,6 +147,5 @@ def clear_caches() -> None:
     forget_stage_results()
     tokens.clear_cache()
     for cached in (dedup.words, dedup.shingles, dedup.digest, assemble.suspicious,
-                   assemble._measured_overhead, assemble._overhead_line, assemble._value, filters._version_key,
-                   filters._amounts):
+                   assemble._overhead_line, assemble._value, filters._version_key, filters._amounts):
         cached.cache_clear()

@@ -82,8 +82,7 @@ class Decision:
         """``Decision(...)`` without the frozen dataclass's field-by-field setattr: a build over
         10k candidates makes one per dropped candidate. Only the given fields are stored on the
         record; the others read the class's defaults, as every dataclass function does."""
-        if rest and not rest.keys() <= _DECISION_FIELDS:
-            raise TypeError(f"Decision has no field {sorted(rest.keys() - _DECISION_FIELDS)[0]!r}")
+        _known(rest)
         d = object.__new__(cls)
         d.__dict__.update(id=id, fate=fate, stage=stage, reason=reason, **rest)
         return d
@@ -93,8 +92,7 @@ class Decision:
         """One decision per (id, reason), all with the same fate and stage, and any further fields
         given as columns in the same order: :meth:`quick` for a whole stage's worth (a budget change
         on 10k candidates makes about nine thousand)."""
-        if columns and not columns.keys() <= _DECISION_FIELDS:
-            raise TypeError(f"Decision has no field {sorted(columns.keys() - _DECISION_FIELDS)[0]!r}")
+        _known(columns)
         new, out = object.__new__, []
         for cid, reason in reasons:
             d = new(cls)
@@ -108,6 +106,12 @@ class Decision:
 
 
 _DECISION_FIELDS = frozenset(f.name for f in dataclasses.fields(Decision))
+
+
+def _known(fields: dict) -> None:
+    """The check the dataclass constructor would make: every name is a Decision field."""
+    if fields and not fields.keys() <= _DECISION_FIELDS:
+        raise TypeError(f"Decision has no field {sorted(fields.keys() - _DECISION_FIELDS)[0]!r}")
 if not all(getattr(Decision, f.name) is f.default for f in dataclasses.fields(Decision)
            if f.default is not dataclasses.MISSING):
     raise TypeError("Decision.quick and .each need every optional field's default on the class")

@@ -295,7 +295,8 @@ def sweep(sets: WordSets, threshold: float) -> list[Match]:
     survive close every later row they match. Its work is survivors times the words of the rows still
     open, so it suits low thresholds, where a few survivors absorb most rows and the join would meet
     nearly every pair. When the rows a step takes mostly survive, and joining what is open looks
-    cheaper, that is joined instead; either way the answer is the definition's.
+    cheaper, that is joined instead (ask :func:`sweep_pays` before the sweep: it answers that for the
+    first step); either way the answer is the definition's.
 
     >>> sweep(word_sets(["a b c d e", "a b c d e f", "x y z", "a x"]), 0.25)
     [None, (0, 0.8333333333333334), None, (2, 0.25)]
@@ -315,10 +316,11 @@ def sweep(sets: WordSets, threshold: float) -> list[Match]:
         for k, q, sim in closed:
             out[group[k]] = (int(group[q]), sim)
         open_[group[[k for k, _, _ in closed]]] = False
-        # the group absorbed little: would joining what is open cost less? (asked at steps 1, 2, 4, 8, ...)
-        if may_join and 2 * len(kept) > len(group) and step & (step - 1) == 0:
+        # the group absorbed little: would joining what is open cost less? (asked at steps 2, 4, 8, ...;
+        # step 1's answer is sweep_pays, which the caller asked before sweeping)
+        if may_join and 2 * len(kept) > len(group) and step > 1 and step & (step - 1) == 0:
             rest = rest[open_[rest]]
-            if not _sweeping_pays(sets, threshold, len(kept) / len(group), open_):
+            if not _sweeping_pays(sets, len(kept) / len(group), open_, join_size(sets, threshold, open_)):
                 try:
                     pairs = similar_pairs(subset(sets, rest), threshold)
                 except OverflowError:  # beyond the join's input limits: sweep on
@@ -339,24 +341,27 @@ def sweep(sets: WordSets, threshold: float) -> list[Match]:
     return out  # not reached: every step settles at least one row
 
 
-def sweep_pays(sets: WordSets, threshold: float) -> bool:
-    """Whether :func:`sweep` looks cheaper than the join at ``threshold``, judged by how the first few
-    rows with words settle among themselves: when most match each other, few will survive.
+def sweep_pays(sets: WordSets, threshold: float, pairs: int) -> bool:
+    """Whether :func:`sweep` looks cheaper than the join at ``threshold`` (``pairs``: its
+    :func:`join_size`), judged by how the first few rows with words settle among themselves: when most
+    match each other, few will survive. The sweep's own first step is this question, so it is asked here,
+    before the sweep, and the sweep asks again only from its second step on.
 
-    >>> sweep_pays(word_sets(["a b c", "a b d", "a c d"]), 0.5), sweep_pays(word_sets(["a b", "c d", "e f"]), 0.5)
+    >>> ws = word_sets(["a b c", "a b d", "a c d"]), word_sets(["a b", "c d", "e f"])
+    >>> sweep_pays(ws[0], 0.5, join_size(ws[0], 0.5)), sweep_pays(ws[1], 0.5, join_size(ws[1], 0.5))
     (True, False)
     """
     group = np.flatnonzero(sets.sizes > 0)[:_FIRST]
     kept = len(_settle(sets, group, threshold)[0])
-    return 2 * kept <= len(group) or _sweeping_pays(sets, threshold, kept / len(group), sets.sizes > 0)
+    return 2 * kept <= len(group) or _sweeping_pays(sets, kept / len(group), sets.sizes > 0, pairs)
 
 
-def _sweeping_pays(sets: WordSets, threshold: float, surviving: float, open_: np.ndarray) -> bool:
-    """Whether sweeping the ``open_`` rows, if this share of them survives, costs less than joining them:
-    each survivor meets the words of half the open rows on average; each candidate pair of the join
-    costs about ``_PAIR_COST`` of those meetings."""
+def _sweeping_pays(sets: WordSets, surviving: float, open_: np.ndarray, pairs: int) -> bool:
+    """Whether sweeping the ``open_`` rows, if this share of them survives, costs less than the join of
+    them, which meets ``pairs`` candidate pairs: each survivor meets the words of half the open rows on
+    average; each candidate pair costs about ``_PAIR_COST`` of those meetings."""
     words = int(sets.sizes[open_].sum())
-    return surviving * int(open_.sum()) * words / 2 <= _PAIR_COST * join_size(sets, threshold, open_)
+    return surviving * int(open_.sum()) * words / 2 <= _PAIR_COST * pairs
 
 
 def _settle(sets: WordSets, group: np.ndarray, threshold: float) -> tuple[list[int], list[tuple[int, int, float]]]:
