@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from .assemble import ABSTAIN
-from .reach import normalise
+from .reach import normalise, reached
 from .records import Trace
 
 _CITE = re.compile(r"\[\s*(S\d+(?:\s*[,;]\s*S\d+)*)\s*\]", re.IGNORECASE)
@@ -53,8 +53,6 @@ _NUMERIC = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
 
 def logged_passages(trace: Trace, logged_prompt: str) -> dict[str, tuple]:
     """The numbered passages of a prompt another system sent ("[1] text…"): label -> (candidate id, text)."""
-    from .reach import reached
-
     marks = list(_MARKER.finditer(logged_prompt))
     out = {}
     for m, nxt in zip(marks, marks[1:] + [None]):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import re
 from collections import namedtuple
-from functools import lru_cache
 
 from .errors import BuildError
+from .memo import by_text
 from .records import Block, Decision
 from .state import score_text
 
@@ -59,7 +59,7 @@ def neutralise(text: str) -> str:
     return _SPECIAL.sub("‹|", text)
 
 
-@lru_cache(maxsize=262_144)
+@by_text("suspicious")
 def suspicious(text: str) -> tuple[str, ...]:
     """What in a chunk looks like an attempt to act as instructions or markup.
 
@@ -69,7 +69,7 @@ def suspicious(text: str) -> tuple[str, ...]:
     return tuple(what for what, pattern in _SUSPECT if pattern.search(text))
 
 
-@lru_cache(maxsize=262_144)  # titles, sections, documents and dates repeat across a set's chunks
+@by_text("value")  # titles, sections, documents and dates repeat across a set's chunks
 def _value(v) -> str:
     v = neutralise(" ".join(str(v).split()))
     return v if _PLAIN.fullmatch(v) else json.dumps(v, ensure_ascii=False)
@@ -121,7 +121,7 @@ def _measured_overhead(tokenizer, *fields) -> int:
 _Labelled = namedtuple("_Labelled", "id doc_id title section date version trust score")  # what label_line reads
 
 
-@lru_cache(maxsize=262_144)
+@by_text("overhead line")
 def _overhead_line(*fields) -> str:
     """A passage's label line and the line break after it (the label number's width is S1's)."""
     return label_line(_Labelled(*fields), "S1") + "\n"

@@ -7,6 +7,7 @@ figure is a ceiling, not a target.
 
 from __future__ import annotations
 
+from .assemble import fixed_tokens
 from .errors import BuildError
 from .records import Budget
 
@@ -31,8 +32,6 @@ def window_budget(window: int, max_output: int, fixed: int, safety: float = 0.05
 
 
 def run(state):
-    from .assemble import fixed_tokens
-
     c = state.config
     fixed = fixed_tokens(state)
     budget = window_budget(c.window, c.max_output, fixed, c.safety, c.history_share, c.budget)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Optional
 
-from .dedup import words
+from .similarity import words
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 

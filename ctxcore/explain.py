@@ -10,9 +10,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .dedup import jaccard, words
+from .filters import version_key
 from .pipeline import build
-from .reach import normalise
+from .reach import normalise, reached
+from .similarity import jaccard, words
 from .records import Config, Trace
 
 
@@ -194,8 +195,6 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
     """Ranked list of what is most likely wrong with this context, each with a verified fix."""
     out: list[Finding] = []
     if logged_prompt:
-        from .reach import reached
-
         for r in reached(trace.candidates, logged_prompt):
             kept_now = _kept(trace, r.id)
             if r.status == "partly":
@@ -252,8 +251,6 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
     for c in trace.candidates:
         if c.doc_id and (c.date or c.version):
             families.setdefault(c.doc_id, []).append(c)
-    from .filters import version_key
-
     for doc, members in families.items():
         if len({version_key(c) for c in members}) < 2:
             continue

@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from datetime import date, datetime
-from functools import lru_cache
 
-from .memo import Memo
+from .memo import Memo, by_text
 from .records import Decision
 
 
@@ -50,7 +49,7 @@ def version_key(c):
     return _version_key(c.date, c.version)
 
 
-@lru_cache(maxsize=65_536)
+@by_text("version key")
 def _version_key(date_text, version):
     if date_text:
         when = _when(date_text)
@@ -74,7 +73,7 @@ def amounts(texts) -> set[str]:
     return set().union(*map(_amounts, texts))
 
 
-@lru_cache(maxsize=262_144)
+@by_text("amounts")
 def _amounts(text: str) -> frozenset[str]:
     return frozenset(" ".join(a.replace(",", "").lower().split()) for a in _AMOUNT.findall(text))
 

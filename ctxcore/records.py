@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Optional, Union
 
 from .errors import InputError
+from .tokens import ENCODINGS, encoding_for_model
 
 FORMAT = "ctxcore.trace/1"
 
@@ -193,8 +194,6 @@ def _check_config(c: Config) -> None:
     def bad(name, why):
         raise InputError(f"{why} (got {getattr(c, name)!r})", source="config", field=name)
 
-    from .tokens import ENCODINGS, encoding_for_model  # local: tokens imports nothing from here
-
     if c.model is not None:
         if not isinstance(c.model, str):
             bad("model", "must be a model name")
@@ -338,17 +337,18 @@ class Trace:
         return counts
 
     def to_dict(self) -> dict:
-        from .serialize import trace_to_dict
-
-        return trace_to_dict(self)
+        return _serialize().trace_to_dict(self)
 
     def to_json(self) -> str:
-        from .serialize import dumps
-
-        return dumps(self.to_dict())
+        return _serialize().dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str | bytes, *, source: str = "trace") -> "Trace":
-        from .serialize import trace_from_json
+        return _serialize().trace_from_json(text, source=source)
 
-        return trace_from_json(text, source=source)
+
+def _serialize():
+    """The io module that writes and reads traces; records are data, io sits above them."""
+    from . import serialize  # late import: the one allowed cycle (records <-> serialize)
+
+    return serialize

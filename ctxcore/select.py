@@ -14,7 +14,7 @@ from itertools import accumulate
 
 from .assemble import label_overhead, label_overheads, least_overhead
 from .compress import shrink
-from .dedup import jaccard, words
+from .similarity import jaccard, words
 from .memo import Memo
 from .records import Decision
 from .state import score_text

@@ -14,14 +14,13 @@ import hashlib
 import math
 import os
 import tempfile
-import threading
 from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from itertools import accumulate
 
-from .memo import Memo
+from .memo import ByText, Memo, text_cache
 
 _VOCABULARIES = {
     # encoding -> (the URL tiktoken caches under, sha256 tiktoken expects)
@@ -183,7 +182,7 @@ class Counting:
     _SLICE = 32
 
     def __init__(self, tok: Tokenizer, texts: list[str]):
-        cache = _CACHE.setdefault(tok.name, {})
+        cache = _counts(tok.name)
         self._tok, self._texts, self._cache = tok, texts, cache
         self._todo = list(dict.fromkeys(t for t in texts if t not in cache))
         self._slices = iter(range(0, len(self._todo), self._SLICE))  # next() is atomic: each slice goes to one thread
@@ -201,30 +200,34 @@ class Counting:
         if self._helper is not None:
             self._work()
             self._helper.result()
-            with _LOCK:
-                self._cache.update(zip(self._todo, self._counts))
+            self._cache.put_many(zip(self._todo, self._counts))
             self._helper = None
-        return [self._cache[t] for t in self._texts]
+            known = dict(zip(self._todo, self._counts))  # the cache may have dropped some already
+            return [known[t] if t in known else _count_cached(self._tok, t) for t in self._texts]
+        return [_count_cached(self._tok, t) for t in self._texts]
 
 
 def _approximate(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-_CACHE: dict[str, dict[str, int]] = {}
-_LOCK = threading.Lock()
 _TOKENIZERS: dict[str, Tokenizer] = {}
-_COUNTED: dict = {}
+_COUNTED = ByText("counted records", share=0.05)  # (candidate, count) -> the record with its count
 _TOKEN_BYTES: dict[str, dict[int, int]] = {}
 _COUNTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxcore-count")
 
 
+def _counts(encoding: str) -> ByText:
+    """Token counts by text for one encoding."""
+    return text_cache("tokens " + encoding, share=0.25)
+
+
 def _count_cached(tok: Tokenizer, text: str) -> int:
-    cache = _CACHE.setdefault(tok.name, {})
+    cache = _counts(tok.name)
     n = cache.get(text)
     if n is None:
         n = len(tok._encoding.encode_ordinary(text)) if tok._encoding is not None else _approximate(text)
-        cache[text] = n
+        cache.put(text, n)
     return n
 
 
@@ -247,15 +250,7 @@ def get_tokenizer(encoding: str) -> Tokenizer:
 
 def cache_size(encoding: str) -> int:
     """How many distinct texts have a cached count (used to prove reruns don't recount)."""
-    return len(_CACHE.get(encoding, {}))
-
-
-def clear_cache() -> None:
-    """Forget every cached count (benchmarks use it to measure a cold build)."""
-    with _LOCK:
-        _CACHE.clear()
-        _COUNTED.clear()
-        _ATTACHED.clear()
+    return len(_counts(encoding))
 
 
 _ATTACHED = Memo(8)
@@ -282,11 +277,9 @@ def _attach(state):
         if out is None:  # a rebuild gets the same records back instead of making 10k new ones
             out = object.__new__(type(c))  # dataclasses.replace minus its field checks: 100k in a second
             out.__dict__.update(c.__dict__, tokens=n)
-            _COUNTED[key] = out
+            _COUNTED.put(key, out)
         return out
 
-    if len(_COUNTED) > 500_000:
-        _COUNTED.clear()
     given = state.candidates
     with_counts = tuple(map(counted, given, counts))
     return with_counts, {id(c): n for c, n in zip(given, with_counts)}

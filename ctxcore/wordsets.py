@@ -1,7 +1,7 @@
 """The word sets of many texts at once, and their similarity self-join, in numpy.
 
-The same sets and the same pairs as :func:`ctxcore.dedup.words` and
-:func:`ctxcore.dedup.similar_pairs`, exactly (tests compare them), for inputs
+The same sets and the same pairs as :func:`ctxcore.similarity.words` and
+:func:`ctxcore.similarity.similar_pairs`, exactly (tests compare them), for inputs
 large enough that a Python loop over every word would cost more than counting
 the tokens does.
 
@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .dedup import Match, first_survivor
+from .similarity import Match, first_survivor
 
 _CODES = np.zeros(256, dtype=np.uint8)
 _CODES[np.frombuffer(b"0123456789abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)] = np.arange(1, 37)
@@ -95,7 +95,7 @@ def word_sets(texts: Sequence[str]) -> WordSets:
 
 
 def shingle_sets(texts: Sequence[str], k: int = 5) -> Optional[WordSets]:
-    """The character k-gram sets of ``texts``, as :func:`ctxcore.dedup.shingles` makes them (lower-cased,
+    """The character k-gram sets of ``texts``, as :func:`ctxcore.similarity.shingles` makes them (lower-cased,
     whitespace runs as one space; a text shorter than k is its own one shingle), or None when the texts
     hold so many distinct characters that k of them do not fit in 63 bits (then the caller makes them
     in Python).
