@@ -109,6 +109,16 @@ def _build(candidates, query, config, inputs) -> Trace:
     return _trace(state)
 
 
+def state_before(stage, candidates: Iterable[Candidate], query: str, config: Optional[Config] = None,
+                 inputs: Optional[Inputs] = None) -> State:
+    """The state as ``stage`` receives it: the stages before it run, nothing remembered (for holding a
+    stage's fast path to its definition on the same state)."""
+    state = _start(tuple(candidates), query, config or Config(), inputs or Inputs())
+    for earlier in STAGES[:STAGES.index(stage)]:
+        state = earlier(state)
+    return state
+
+
 def _trace(state: State) -> Trace:
     decided = {**state.removed, **{d.id: d for d in state.kept}}
     return Trace(
@@ -125,7 +135,7 @@ def evidence_cost(trace: Trace) -> int:
     return sum(d.cost or 0 for d in trace.decisions if d.fate == "kept")
 
 
-__all__ = ["STAGES", "build", "clear_caches", "evidence_cost", "forget_stage_results", "rank_order"]
+__all__ = ["STAGES", "build", "clear_caches", "evidence_cost", "forget_stage_results", "rank_order", "state_before"]
 
 
 def forget_stage_results() -> None:

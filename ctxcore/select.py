@@ -85,7 +85,48 @@ def _least_from(tokens: list[int]) -> list[int]:
     return list(accumulate(reversed(tokens), min))[::-1]
 
 
+def definition(state):
+    """The plain rule the fast :func:`run` is held to (tests compare their fates, costs and order):
+    walk the candidates in the chosen order; a passage that fits what is left is kept, one that
+    does not is over_budget and the walk goes on; after ``max_passages`` every other one is over_budget.
+    MMR picks, at each step, the highest ``lam * score - (1 - lam) * max Jaccard`` with the passages
+    kept so far, ties by rank."""
+    cfg, docs, rank = state.config, state.budget.docs, state.rank
+    overhead = {c.id: label_overhead(state, c) for c in state.alive}
+    if cfg.select == "density":
+        pending = _density_order(state.alive, {c.id: c.tokens + overhead[c.id] for c in state.alive}, rank)
+    else:
+        pending = list(state.alive)
+    remaining, kept, dropped, chosen = docs, [], [], []
+    while pending:
+        if cfg.select == "mmr":
+            def value(c):
+                closest = max((jaccard(words(c.text), words(a.text)) for a in chosen), default=0.0)
+                return (-(cfg.mmr_lambda * (c.score or 0.0) - (1 - cfg.mmr_lambda) * closest), rank[c.id])
+            c = min(pending, key=value)
+            pending.remove(c)
+        else:
+            c = pending.pop(0)
+        if cfg.max_passages is not None and len(kept) >= cfg.max_passages:
+            dropped.append(Decision(c.id, "over_budget", "select", "the passage limit was already reached"))
+            continue
+        fit, why = _fit(state, c, overhead[c.id], remaining)
+        if fit is None:
+            dropped.append(Decision(c.id, "over_budget", "select", why))
+            continue
+        text, tokens, compressed = fit
+        remaining -= tokens + overhead[c.id]
+        chosen.append(c)
+        kept.append(Decision(c.id, "kept", "select", "fits", tokens=tokens, cost=tokens + overhead[c.id],
+                             compressed=compressed, text=text))
+    kept.sort(key=lambda d: rank[d.id])
+    chosen.sort(key=lambda c: rank[c.id])
+    return state.drop(dropped, survivors=tuple(chosen)).replace(kept=tuple(kept))
+
+
 def run(state):
+    """:func:`definition`, fast: label lines are measured only for chunks that could fit, chunks whose
+    text alone is over what is left are decided together, and MMR compares lazily."""
     cfg, docs = state.config, state.budget.docs
     rank = state.rank
     overhead = {}

@@ -189,3 +189,52 @@ def test_label_lines_measured_together_cost_what_each_measured_alone(settings, c
         if c.id in kept:
             d = kept[c.id]
             assert d.cost - d.tokens == cl100k.count(label_line(c, "S1") + "\n") + 1, c.id
+
+
+# -- the fast walk against the plain rule (select.definition), on the same state
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from ctxcore import select  # noqa: E402
+from ctxcore.pipeline import state_before  # noqa: E402
+
+_WORDS = ["refund", "policy", "days", "card", "bank", "ship", "damaged", "five", "order", "invoice"]
+
+
+@st.composite
+def selections(draw):
+    n = draw(st.integers(1, 14))
+    cands = []
+    for i in range(n):
+        words_ = draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=40))
+        score = draw(st.one_of(st.none(), st.floats(0, 1, allow_nan=False)))
+        cands.append(Candidate(f"c{i}", " ".join(words_) + ".", score))
+    cfg = Config(budget=draw(st.integers(0, 400)), select=draw(st.sampled_from(["score", "density", "mmr"])),
+                 mmr_lambda=draw(st.sampled_from([0.0, 0.3, 0.7, 1.0])), near_dup=None,
+                 max_passages=draw(st.one_of(st.none(), st.integers(1, 5))),
+                 label_overhead=draw(st.sampled_from(["auto", 0, 7])),
+                 compress=draw(st.booleans()), max_chunk_tokens=draw(st.one_of(st.none(), st.integers(5, 40))))
+    return cands, cfg
+
+
+def _outcome(state):
+    kept = [(d.id, d.tokens, d.cost, bool(d.compressed)) for d in state.kept]
+    return kept, sorted((i, d.fate) for i, d in state.removed.items())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(selections())
+def test_the_fast_walk_decides_what_the_plain_rule_decides(case):
+    cands, cfg = case
+    before = state_before(select.run, cands, "refund policy for damaged orders", cfg)
+    assert _outcome(select.run(before)) == _outcome(select.definition(before))
+
+
+def test_a_budget_of_exactly_what_everything_costs_keeps_everything():
+    cands = [Candidate(f"c{i}", text_of_tokens(10 + i, w), 0.9 - i / 10) for i, w in enumerate(["a", "b", "c"])]
+    # 10 + 11 + 12 text tokens and 4 label tokens each, written by hand: 45
+    exact = build(cands, "q", Config(budget=45, label_overhead=4, order="rank"))
+    assert [d.id for d in exact.kept()] == ["c0", "c1", "c2"] and evidence_cost(exact) == 45
+    short = build(cands, "q", Config(budget=44, label_overhead=4, order="rank"))
+    assert [d.id for d in short.kept()] == ["c0", "c1"] and short.decision("c2").fate == "over_budget"
