@@ -14,7 +14,7 @@ from collections import namedtuple
 
 from .errors import BuildError
 from .memo import by_text
-from .records import Block, Decision
+from .records import Block, Decision, TraceWarning
 from .state import score_text
 
 ABSTAIN = "I cannot answer this from the provided documents."
@@ -44,6 +44,11 @@ _SUSPECT = (
     ("HTML markup", re.compile(r"<\s*(script|img|iframe|svg|object|embed|style|a)\b|\bon[a-z]+\s*=", re.IGNORECASE)),
     ("a remote markdown image", re.compile(r"!\[[^\]]*\]\(\s*(https?:)?//", re.IGNORECASE)),
 )
+
+
+# what makes retrieved text read like instructions to the model (the rest is markup a page must not render)
+INSTRUCTION_LIKE = frozenset({"a forged passage label", "an evidence delimiter", "a role marker",
+                              "an instruction to ignore the rules"})
 
 
 def neutralise(text: str) -> str:
@@ -181,8 +186,9 @@ def _fit_history(state):
         used += cost
     chosen.reverse()
     dropped = len(state.inputs.history) - len(chosen)
-    warnings = ([f"history: the {dropped} oldest of {len(state.inputs.history)} turns did not fit the "
-                 f"{budget}-token history budget and were left out"] if dropped else [])
+    warnings = ([TraceWarning(f"history: the {dropped} oldest of {len(state.inputs.history)} turns did not fit "
+                              f"the {budget}-token history budget and were left out", "history_trimmed")]
+                if dropped else [])
     return tuple(chosen), warnings
 
 
@@ -224,9 +230,11 @@ def run(state):
     state = state.drop(dropped).replace(kept=final, blocks=blocks, prompt_text=text, prompt_tokens=tokens,
                                         abstain=not final)
     by_id = {c.id: c for c in state.alive}
-    notes = [f"{d.id} contains {', '.join(found)}; it was neutralised and fenced as data"
+    notes = [TraceWarning(f"{d.id} contains {', '.join(found)}; it was neutralised and fenced as data",
+                          "instruction_text" if INSTRUCTION_LIKE.intersection(found) else "markup", (d.id,))
              for d in final if (found := suspicious(by_id[d.id].text))]
     if not final:
-        notes.append("no passage reached the prompt: the model is told to reply with the abstention phrase")
+        notes.append(TraceWarning("no passage reached the prompt: the model is told to reply with the abstention "
+                                  "phrase", "abstain"))
     return state.warn(*notes)
 

@@ -13,7 +13,7 @@ import sys
 from typing import Optional, Sequence
 
 from .memo import Memo
-from .records import Decision
+from .records import Decision, TraceWarning
 from .similarity import (Match, cosine_duplicates, digest, first_survivor, jaccard, near_duplicates,
                          near_duplicates_naive, shingles, similar_pairs, words)
 
@@ -157,11 +157,12 @@ def near(state):
         vectors = [x.embedding for x in alive]
         missing = sum(v is None for v in vectors)
         if missing:
-            warnings.append(f"cosine near-dedup: {missing} candidates carry no embedding and were not compared")
+            warnings.append(TraceWarning(f"cosine near-dedup: {missing} candidates carry no embedding and were not "
+                                         f"compared", "cosine_missing", [x.id for x in alive if x.embedding is None][:50]))
         try:
             matches = cosine_duplicates(vectors, c.near_dup)
         except ValueError as err:
-            return state.warn(f"cosine near-dedup skipped: {err}")
+            return state.warn(TraceWarning(f"cosine near-dedup skipped: {err}", "cosine_skipped"))
         measure = "cosine"
     else:
         rank = state.rank

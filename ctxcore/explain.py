@@ -14,7 +14,7 @@ from .filters import version_key
 from .pipeline import build
 from .reach import normalise, reached
 from .similarity import jaccard, words
-from .records import Config, Trace
+from .records import Config, Trace, TraceWarning
 
 
 @dataclass(frozen=True)
@@ -288,9 +288,9 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
                            f"max output {trace.budget.max_output}); the client may have cut the tail"))
 
     # instruction-like text in retrieved content
-    for w in trace.warnings:
-        if " contains " in w and ("instruction" in w or "label" in w or "role marker" in w or "delimiter" in w):
-            cid = w.split(" contains ")[0]
+    for w in map(TraceWarning.of, trace.warnings):
+        if w.kind == "instruction_text" and w.ids:
+            cid = w.ids[0]
             out.append(Finding("instruction_in_content", 2, f"retrieved text in {cid} reads like instructions", w,
                                ids=(cid,)))
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 from datetime import date, datetime
 
 from .memo import Memo, by_text
-from .records import Decision
+from .records import Decision, TraceWarning
 
 
 def permitted(state):
@@ -110,9 +110,10 @@ def newest(state):
         older = [c for c in members if version_key(c) != top]
         new_nums, old_nums = amounts(c.text for c in newest_members), amounts(c.text for c in older)
         if old_nums and new_nums and old_nums != new_nums:
-            warnings.append(
+            warnings.append(TraceWarning(
                 f"versions of {doc} disagree: older ({', '.join(sorted({_label(c) for c in older}))}) says "
-                f"{_listing(old_nums)}; newest ({_label(survivor)}) says {_listing(new_nums)}")
+                f"{_listing(old_nums)}; newest ({_label(survivor)}) says {_listing(new_nums)}",
+                "versions_disagree", [c.id for c in members]))
         if state.config.prefer_newest:
             out += [Decision.quick(c.id, "stale", "stale",
                                    f"{doc} version {_label(c)} is older than {_label(survivor)} "
@@ -127,7 +128,8 @@ def threshold(state):
     if floor is None:
         return state
     if state.alive and all(c.score is None for c in state.alive):
-        return state.warn(f"min_score {floor} not applied: no candidate has a score")
+        return state.warn(TraceWarning(f"min_score {floor} not applied: no candidate has a score",
+                                       "min_score_unused"))
     tail = f" is below the minimum {floor:g}"
     under = [c.score is not None and c.score < floor for c in state.alive]
     out = Decision.each("below_threshold", "threshold", [

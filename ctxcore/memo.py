@@ -73,19 +73,19 @@ def _cost(key) -> int:
 class ByText(dict):
     """Results by text, the oldest dropped first once the entries' bytes pass this cache's share.
 
-    >>> c = ByText("example", share=0); c.put("x" * 10, 1); c.put("y", 2); list(c)
+    >>> c = ByText("example", share=0, most_bytes=200); c.put("x" * 10, 1); c.put("y", 2); list(c)
     ['y']
     >>> del _BY_TEXT["example"]
     """
 
-    def __init__(self, name: str, share: float):
+    def __init__(self, name: str, share: float, most_bytes: int | None = None):
         super().__init__()
-        self.name, self.share, self.bytes = name, share, 0
+        self.name, self.share, self.most_bytes, self.bytes = name, share, most_bytes, 0
         _BY_TEXT[name] = self
 
     @property
     def limit(self) -> int:
-        return int(_total_bytes() * self.share)
+        return self.most_bytes if self.most_bytes is not None else int(_total_bytes() * self.share)
 
     def put(self, key, value) -> None:
         cost = _cost(key)

@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 from . import assemble, budget, dedup, filters, memo, merge, order, select, tokens
 from .memo import Memo
 from .errors import InputError
-from .records import Candidate, Config, Inputs, Prompt, TokenizerInfo, Trace
+from .records import Candidate, Config, Inputs, Prompt, TokenizerInfo, Trace, TraceWarning
 from .state import State
 from .tokens import get_tokenizer
 
@@ -50,15 +50,17 @@ def _start(candidates, query, config, inputs) -> State:
     generated = sum(c.generated_id for c in candidates)
     notes = []
     if not tok.exact:
-        notes.append(f"token counts are approximate (about 4 characters a token): the {config.encoding} "
-                     f"vocabulary is not available")
+        notes.append(TraceWarning(f"token counts are approximate (about 4 characters a token): the "
+                                  f"{config.encoding} vocabulary is not available", "approximate_tokens"))
     if unscored and unscored < len(candidates):
-        notes.append(f"{unscored} of {len(candidates)} candidates have no score; they rank after the scored "
-                     f"ones, in input order")
+        notes.append(TraceWarning(f"{unscored} of {len(candidates)} candidates have no score; they rank after "
+                                  f"the scored ones, in input order", "unscored",
+                                  [c.id for c in candidates if c.score is None][:50]))
     elif unscored and candidates:
-        notes.append("no candidate has a score: the input order is the rank")
+        notes.append(TraceWarning("no candidate has a score: the input order is the rank", "unscored"))
     if generated:
-        notes.append(f"{generated} candidates had no id; ids were generated from their position")
+        notes.append(TraceWarning(f"{generated} candidates had no id; ids were generated from their position",
+                                  "generated_ids", [c.id for c in candidates if c.generated_id][:50]))
     return state.warn(*notes)
 
 

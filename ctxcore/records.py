@@ -27,6 +27,50 @@ FATE_MEANINGS = {
     "over_budget": "did not fit in the remaining evidence budget",
 }
 
+class TraceWarning(str):
+    """A warning: its message, plus a ``kind`` and the candidate ``ids`` it is about, so that code reads
+    what a warning is without matching its wording. It is a ``str`` (the message), so printing it and
+    comparing it with text still work.
+
+    >>> w = TraceWarning("a contains a role marker", kind="instruction_text", ids=("a",))
+    >>> (str(w), w.kind, w.ids)
+    ('a contains a role marker', 'instruction_text', ('a',))
+    """
+
+    kind: str
+    ids: tuple[str, ...]
+
+    def __new__(cls, message: str, kind: str = "note", ids: Iterable[str] = ()):
+        self = super().__new__(cls, message)
+        self.kind, self.ids = kind, tuple(ids)
+        return self
+
+    def __reduce__(self):  # pickled by the app's cache and the replay's worker processes
+        return (TraceWarning, (str(self), self.kind, self.ids))
+
+    @classmethod
+    def of(cls, value) -> "TraceWarning":
+        """A warning from a plain message (kind ``note``) or one already structured."""
+        return value if isinstance(value, TraceWarning) else cls(str(value))
+
+
+WARNING_KINDS = {
+    "note": "anything else worth knowing about the build",
+    "approximate_tokens": "the encoding's vocabulary is not available: counts are estimates",
+    "unscored": "some or all candidates carry no score",
+    "generated_ids": "candidates without an id got one from their position",
+    "history_trimmed": "the oldest conversation turns did not fit the history budget",
+    "cosine_missing": "cosine near-dedup could not compare candidates without an embedding",
+    "cosine_skipped": "cosine near-dedup was skipped (embeddings of different lengths)",
+    "versions_disagree": "versions of one document state different amounts",
+    "min_score_unused": "min_score was set but no candidate has a score",
+    "instruction_text": "a kept passage holds text that reads like instructions; it was neutralised and fenced",
+    "markup": "a kept passage holds HTML, a chat special token or a remote image; it is shown as text",
+    "forged_structure": "text tried to forge a label or a fence; it was neutralised",
+    "abstain": "no passage reached the prompt: the model is told to abstain",
+    "import": "something about reading a logged trace",
+}
+
 Trust = Literal["system", "developer", "retrieved", "user", "tool"]
 BlockKind = Literal["system", "instructions", "schema", "tool", "evidence", "history",
                     "user_document", "rule", "question"]
@@ -315,7 +359,7 @@ class Trace:
     decisions: tuple[Decision, ...]
     blocks: tuple[Block, ...]
     prompt: Prompt
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TraceWarning, ...] = ()
     abstain: bool = False
     inputs: Inputs = Inputs()
     format: str = FORMAT

@@ -7,7 +7,7 @@ import typing
 from typing import Any, Literal, Union
 
 from .records import FATE_MEANINGS, FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt, \
-    TokenizerInfo, Trace
+    TokenizerInfo, Trace, TraceWarning, WARNING_KINDS
 
 _PRIMITIVES = {str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"},
                bool: {"type": "boolean"}, type(None): {"type": "null"}, Any: {}}
@@ -16,6 +16,8 @@ _PRIMITIVES = {str: {"type": "string"}, int: {"type": "integer"}, float: {"type"
 def _schema(tp) -> dict:
     if tp in _PRIMITIVES:
         return dict(_PRIMITIVES[tp])
+    if tp is TraceWarning:
+        return {"$ref": "#/$defs/TraceWarning"}
     if dataclasses.is_dataclass(tp):
         return {"$ref": f"#/$defs/{tp.__name__}"}
     origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -51,6 +53,11 @@ def trace_schema() -> dict:
     defs["Block"] = block
     defs["Decision"]["properties"]["fate"]["description"] = "; ".join(
         f"{fate}: {meaning}" for fate, meaning in FATE_MEANINGS.items())
+    defs["TraceWarning"] = {
+        "type": "object", "required": ["kind", "ids", "message"],
+        "description": "a warning: what kind it is, which candidates it is about, and a sentence",
+        "properties": {"kind": {"type": "string", "description": "; ".join(f"{k}: {v}" for k, v in WARNING_KINDS.items())},
+                       "ids": {"type": "array", "items": {"type": "string"}}, "message": {"type": "string"}}}
     root = _object(Trace)
     root["properties"]["format"] = {"const": FORMAT}
     root["required"] = ["format", "query", "config", "tokenizer", "budget", "candidates", "decisions", "blocks",

@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import InputError
 from .records import (FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo,
-                      Trace)
+                      Trace, TraceWarning)
 
 
 def dumps(obj: Any) -> str:
@@ -30,6 +30,21 @@ def candidate_to_dict(c: Candidate) -> dict:
     return _compact(c, keep=("id", "text", "score"))
 
 
+def warning_to_dict(w) -> dict:
+    w = TraceWarning.of(w)
+    return {"kind": w.kind, "ids": list(w.ids), "message": str(w)}
+
+
+def warning_from(value, source: str, where: str) -> TraceWarning:
+    """A warning as a trace stores it: {kind, ids, message}, or a plain message (older traces)."""
+    if isinstance(value, str):
+        return TraceWarning(value)
+    if (isinstance(value, dict) and isinstance(value.get("message"), str) and isinstance(value.get("kind", ""), str)
+            and isinstance(value.get("ids", []), list) and all(isinstance(i, str) for i in value.get("ids", []))):
+        return TraceWarning(value["message"], value.get("kind") or "note", value.get("ids", []))
+    raise InputError("must be a warning: {kind, ids, message}", source=source, field=where)
+
+
 def trace_to_dict(t: Trace) -> dict:
     return {
         "format": t.format,
@@ -41,7 +56,7 @@ def trace_to_dict(t: Trace) -> dict:
         "decisions": [_compact(d) for d in t.decisions],
         "blocks": [{**_compact(b), "tokens": b.tokens} for b in t.blocks],
         "prompt": dataclasses.asdict(t.prompt),
-        "warnings": list(t.warnings),
+        "warnings": [warning_to_dict(w) for w in t.warnings],
         "abstain": t.abstain,
         "inputs": {**dataclasses.asdict(t.inputs), "tools": list(t.inputs.tools),
                    "history": list(t.inputs.history)},
@@ -87,12 +102,18 @@ def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
         blocks=tuple(_record(Block, {k: v for k, v in b.items() if k != "tokens"}, source, f"blocks[{i}]")
                      for i, b in enumerate(data.get("blocks", []))),
         prompt=_record(Prompt, data["prompt"], source, "prompt"),
-        warnings=tuple(data.get("warnings", [])),
+        warnings=_warnings(data.get("warnings", []), source),
         abstain=bool(data.get("abstain", False)),
         inputs=Inputs(system=inputs.get("system", ""), instructions=inputs.get("instructions", ""),
                       schema=inputs.get("schema", ""), tools=tuple(inputs.get("tools", ())),
                       history=tuple(inputs.get("history", ()))),
     )
+
+
+def _warnings(value, source: str) -> tuple[TraceWarning, ...]:
+    if not isinstance(value, list):
+        raise InputError("must be a list of warnings", source=source, field="warnings")
+    return tuple(warning_from(w, source, f"warnings[{i}]") for i, w in enumerate(value))
 
 
 def trace_from_json(text, *, source: str = "trace") -> Trace:

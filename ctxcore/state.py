@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from .records import Block, Budget, Candidate, Config, Decision, Inputs
+from .records import Block, Budget, Candidate, Config, Decision, Inputs, TraceWarning
 from .tokens import Counting, Tokenizer
 
 
@@ -27,7 +27,7 @@ class State:
     prompt_tokens: int = 0
     history_used: tuple[dict, ...] = ()
     abstain: bool = False
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TraceWarning, ...] = ()
     counting: Optional[Counting] = None        # token counts being made in the background
 
     def drop(self, decisions: list[Decision], survivors: Optional[tuple[Candidate, ...]] = None) -> "State":
@@ -40,7 +40,10 @@ class State:
         return dataclasses.replace(self, alive=alive, removed={**self.removed, **gone})
 
     def warn(self, *messages: str) -> "State":
-        return dataclasses.replace(self, warnings=self.warnings + tuple(messages))
+        """Add warnings: structured ones as they are, a plain message as kind ``note``."""
+        if not messages:
+            return self
+        return dataclasses.replace(self, warnings=self.warnings + tuple(map(TraceWarning.of, messages)))
 
     def replace(self, **changes) -> "State":
         return dataclasses.replace(self, **changes)
