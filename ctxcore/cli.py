@@ -10,10 +10,15 @@ import json
 import sys
 from typing import Optional
 
+from .answer import check_answer
 from .errors import BuildError, InputError
+from .explain import explain_text, findings
 from .loaders import load, parse_json
-from .records import Trace
+from .pipeline import evidence_cost
+from .records import PRESETS, Trace
+from .schema import trace_schema
 from .serialize import dumps
+from .settings import SETTINGS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,34 +36,38 @@ def _overhead(text):
     return text if text == "auto" else int(text)
 
 
+def _add_flag(g, st) -> None:
+    """The CLI flag of one declared setting (and its off switch)."""
+    if st.flag_value is not None:
+        said = st.help if st.flag_value is True else f"switch {st.name} off (on: {st.help})"
+        g.add_argument(st.cli, action="store_const", const=st.flag_value, dest=st.name, help=said)
+        return
+    kw = {"dest": st.name, "help": st.help}
+    if st.kind == "choice":
+        kw["choices"] = st.choices
+    elif st.kind == "overhead":
+        kw.update(type=_overhead, metavar="N|auto")
+    elif st.kind == "int":
+        kw["type"] = int
+    elif st.kind == "float":
+        kw["type"] = _float if st.nullable and not st.off_flag else float
+    if st.off_flag:
+        both = g.add_mutually_exclusive_group()
+        both.add_argument(st.cli, **kw)
+        both.add_argument(st.off_flag, action="store_const", const=True, dest="no_" + st.name,
+                          help=f"switch {st.name} off")
+    else:
+        g.add_argument(st.cli, **kw)
+
+
 def _settings_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--query")
     b.add_argument("--trace-id", dest="trace_id", help="which trace of a file that logged several")
     b.add_argument("--config", metavar="FILE", help="JSON file of settings")
     g = b.add_argument_group("settings (each overrides the file's own)")
-    g.add_argument("--budget", type=int, help="evidence token budget (overrides the window split)")
-    g.add_argument("--window", type=int)
-    g.add_argument("--max-output", type=int, dest="max_output")
-    g.add_argument("--safety", type=float)
-    g.add_argument("--history-share", type=float, dest="history_share")
-    enc = g.add_mutually_exclusive_group()
-    enc.add_argument("--encoding")
-    enc.add_argument("--model")
-    g.add_argument("--min-score", type=_float, dest="min_score")
-    nd = g.add_mutually_exclusive_group()
-    nd.add_argument("--near-dup", type=float, dest="near_dup")
-    nd.add_argument("--no-near-dup", action="store_const", const=True, dest="no_near_dup")
-    g.add_argument("--similarity", choices=("words", "shingles", "cosine"))
-    g.add_argument("--select", choices=("score", "density", "mmr"))
-    g.add_argument("--mmr-lambda", type=float, dest="mmr_lambda")
-    g.add_argument("--order", choices=("rank", "sandwich", "document", "original"))
-    g.add_argument("--label-overhead", type=_overhead, dest="label_overhead", metavar="N|auto")
-    g.add_argument("--compress", action="store_const", const=True)
-    g.add_argument("--max-chunk-tokens", type=int, dest="max_chunk_tokens")
-    g.add_argument("--merge-adjacent", action="store_const", const=True, dest="merge_adjacent")
-    g.add_argument("--no-prefer-newest", action="store_const", const=False, dest="prefer_newest")
-    g.add_argument("--caller")
-    g.add_argument("--max-passages", type=int, dest="max_passages")
+    tokenizer = g.add_mutually_exclusive_group()
+    for st in SETTINGS:
+        _add_flag(tokenizer if st.kind in ("encoding", "model") else g, st)
     g.add_argument("--preset", choices=("naive", "recommended"), help="apply a preset before the other flags")
 
 
@@ -86,18 +95,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-_SETTINGS = ("budget", "window", "max_output", "safety", "history_share", "encoding", "model", "min_score",
-             "near_dup", "similarity", "select", "mmr_lambda", "order", "label_overhead", "compress",
-             "max_chunk_tokens", "merge_adjacent", "prefer_newest", "caller", "max_passages")
-
-
 def overrides(args) -> dict:
-    from .records import PRESETS
-
     out = dict(PRESETS[args.preset]) if getattr(args, "preset", None) else {}
-    out.update({k: getattr(args, k) for k in _SETTINGS if getattr(args, k, None) is not None})
-    if getattr(args, "no_near_dup", None):
-        out["near_dup"] = None
+    out.update({st.name: getattr(args, st.name) for st in SETTINGS if getattr(args, st.name, None) is not None})
+    for st in SETTINGS:
+        if st.off_flag and getattr(args, "no_" + st.name, None):
+            out[st.name] = None
     if "model" in out:
         out.pop("encoding", None)
     return out
@@ -106,8 +109,6 @@ def overrides(args) -> dict:
 def table(trace: Trace) -> str:
     b = trace.budget
     counts = {k: v for k, v in trace.fate_counts().items() if v}
-    from .pipeline import evidence_cost
-
     lines = [
         f"query: {trace.query}",
         f"tokenizer: {trace.tokenizer.encoding}{'' if trace.tokenizer.exact else ' (approximate)'}  "
@@ -172,8 +173,6 @@ def _logged(loaded) -> dict:
 def run(argv=None, out=sys.stdout) -> int:
     args = parser().parse_args(argv)
     if args.command == "schema":
-        from .schema import trace_schema
-
         out.write(dumps(trace_schema()) + "\n")
         return 0
     loaded, trace = _trace(args)
@@ -181,9 +180,6 @@ def run(argv=None, out=sys.stdout) -> int:
         text = {"json": trace.to_json, "prompt": lambda: trace.prompt.text}.get(args.format, lambda: table(trace))()
         out.write(text + "\n")
         return 0
-    from .answer import check_answer
-    from .explain import explain_text, findings
-
     if args.command == "check-answer":
         answer = _read_answer(args.answer) if args.answer else _logged(loaded).get("answer")
         if not answer:

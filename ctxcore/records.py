@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Optional, Union
 
 from .errors import InputError
-from .tokens import ENCODINGS, encoding_for_model
+from .settings import check as check_settings
 
 FORMAT = "ctxcore.trace/1"
 
@@ -164,7 +163,8 @@ if not all(getattr(Decision, f.name) is f.default for f in dataclasses.fields(De
 
 @dataclass(frozen=True)
 class Config:
-    """Every setting of a build; the trace carries all of them so a replay is exact."""
+    """Every setting of a build; the trace carries all of them so a replay is exact. Each is declared,
+    with its bounds and meaning, in :data:`ctxcore.settings.SETTINGS`."""
 
     encoding: str = "cl100k_base"
     model: Optional[str] = None
@@ -188,7 +188,7 @@ class Config:
     max_passages: Optional[int] = None
 
     def __post_init__(self):
-        _check_config(self)
+        check_settings(self)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -210,78 +210,6 @@ class Config:
 
     def replace(self, **changes) -> "Config":
         return dataclasses.replace(self, **changes)
-
-
-MAX_TOKENS = 100_000_000  # far beyond any model's window; larger numbers are typos or attacks
-
-_CHOICES = {
-    "similarity": ("words", "shingles", "cosine"),
-    "select": ("score", "density", "mmr"),
-    "order": ("rank", "sandwich", "document", "original"),
-}
-
-
-def _is_number(x) -> bool:
-    if not isinstance(x, (int, float)) or isinstance(x, bool):
-        return False
-    try:
-        return math.isfinite(x)
-    except OverflowError:  # an integer too large for a float
-        return False
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _check_config(c: Config) -> None:
-    def bad(name, why):
-        raise InputError(f"{why} (got {getattr(c, name)!r})", source="config", field=name)
-
-    if c.model is not None:
-        if not isinstance(c.model, str):
-            bad("model", "must be a model name")
-        try:
-            encoding = encoding_for_model(c.model)
-        except KeyError:
-            bad("model", f"unknown model; give an encoding instead ({', '.join(ENCODINGS)})")
-        object.__setattr__(c, "encoding", encoding)
-    if not isinstance(c.encoding, str) or not c.encoding:
-        bad("encoding", "must be an encoding name")
-    for name in ("window", "max_output", "budget", "max_chunk_tokens"):
-        if _is_int(getattr(c, name)) and getattr(c, name) > MAX_TOKENS:
-            bad(name, f"must be at most {MAX_TOKENS:,} tokens")
-    for name in ("window", "max_output"):
-        if not _is_int(getattr(c, name)) or getattr(c, name) < 0:
-            bad(name, "must be a whole number of tokens, 0 or more")
-    if c.window <= c.max_output:
-        bad("window", "must be larger than max_output")
-    if not _is_number(c.safety) or not 0 <= c.safety < 1:
-        bad("safety", "must be a fraction from 0 up to (not including) 1")
-    if not _is_number(c.history_share) or not 0 <= c.history_share <= 1:
-        bad("history_share", "must be a fraction from 0 to 1")
-    if c.budget is not None and (not _is_int(c.budget) or c.budget < 0):
-        bad("budget", "must be a whole number of tokens, 0 or more")
-    if c.near_dup is not None and (not _is_number(c.near_dup) or not 0 < c.near_dup <= 1):
-        bad("near_dup", "must be a similarity above 0 and at most 1, or null to switch it off")
-    if c.min_score is not None and not _is_number(c.min_score):
-        bad("min_score", "must be a number or null")
-    if not _is_number(c.mmr_lambda) or not 0 <= c.mmr_lambda <= 1:
-        bad("mmr_lambda", "must be between 0 and 1")
-    if c.label_overhead != "auto" and (not _is_int(c.label_overhead) or c.label_overhead < 0):
-        bad("label_overhead", "must be a whole number of tokens or 'auto'")
-    if c.max_chunk_tokens is not None and (not _is_int(c.max_chunk_tokens) or c.max_chunk_tokens < 1):
-        bad("max_chunk_tokens", "must be a whole number of tokens, 1 or more, or null")
-    if c.max_passages is not None and (not _is_int(c.max_passages) or c.max_passages < 1):
-        bad("max_passages", "must be a whole number, 1 or more, or null")
-    for name in ("prefer_newest", "merge_adjacent", "compress"):
-        if not isinstance(getattr(c, name), bool):
-            bad(name, "must be true or false")
-    if c.caller is not None and not isinstance(c.caller, str):
-        bad("caller", "must be a string")
-    for name, options in _CHOICES.items():
-        if getattr(c, name) not in options:
-            bad(name, f"must be one of {', '.join(options)}")
 
 
 PRESETS: dict[str, dict] = {
