@@ -15,7 +15,9 @@ from .assemble import ABSTAIN
 from .reach import normalise, reached
 from .records import Trace
 
-_CITE = re.compile(r"\[\s*(S\d+(?:\s*[,;]\s*S\d+)*)\s*\]", re.IGNORECASE)
+# Possessive throughout: a "[S" before a long run of digits or of ", S1" fails in one pass (each
+# quantified part stops where the next part cannot start, so the matches are the same).
+_CITE = re.compile(r"\[\s*+(S\d++(?:\s*+[,;]\s*+S\d++)*+)\s*+\]", re.IGNORECASE)
 _QUOTE = re.compile(r"[\"“]([^\"“”]{12,}?)[\"”]")
 _NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?")
 
@@ -39,7 +41,7 @@ class Check:
         return {**self.__dict__, "ids": list(self.ids)}
 
 
-_NUMERIC_CITE = re.compile(r"\[\s*\d+(?:\s*[,;-]\s*\d+)*\s*\]")
+_NUMERIC_CITE = re.compile(r"\[\s*+\d++(?:\s*+[,;-]\s*+\d++)*+\s*+\]")
 
 
 def _numbers(text: str) -> set[str]:
@@ -48,7 +50,7 @@ def _numbers(text: str) -> set[str]:
 
 
 _MARKER = re.compile(r"^[ \t]*\[(\d+)\]", re.MULTILINE)
-_NUMERIC = re.compile(r"\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
+_NUMERIC = re.compile(r"\[\s*+(\d++(?:\s*+[,;]\s*+\d++)*+)\s*+\]")
 
 
 def logged_passages(trace: Trace, logged_prompt: str) -> dict[str, tuple]:

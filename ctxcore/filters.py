@@ -60,8 +60,42 @@ def _version_key(date_text, version):
 
 
 _UNIT = r"(?:EUR|USD|GBP|CHF|€|\$|£|%|percent|(?:business |working |calendar )?(?:days?|hours?|weeks?|months?|years?))"
+_MONEY = r"(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?\b"
+# The definition: an amount is a currency then a number, or a number then a unit.
 _AMOUNT = re.compile(r"(?:(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?%s)\b" % _UNIT,
                      re.IGNORECASE)
+# The same matches in linear time. Retried at every digit of a long run of digits and commas, the
+# number-then-unit branch reads the run to its end each time, and fails or succeeds the same way
+# from each of them (what follows the run decides); so it is tried once per run, from where the run
+# begins (leading commas skipped), and from where a money match stopped inside one (_AT).
+_NUMBER_UNIT = r",*+(\d[\d,]*+(?:\.\d++)?\s?+%s\b)" % _UNIT
+_AMOUNT_FAST = re.compile(r"(%s)|(?<![\d,])%s" % (_MONEY, _NUMBER_UNIT), re.IGNORECASE)
+_AMOUNT_AT = re.compile(_NUMBER_UNIT, re.IGNORECASE)
+
+
+def amount_matches(text: str) -> list[str]:
+    """``_AMOUNT.findall(text)``, without its quadratic time on runs of digits.
+
+    >>> amount_matches("SKU 1,2,3,4 costs $1,000x or 5 days")
+    ['$1,', '5 days']
+    """
+    out, pos, n = [], 0, len(text)
+    while pos <= n:
+        if 0 < pos < n and text[pos - 1] in _RUN and text[pos] in _RUN:  # a money match ended in a run
+            m = _AMOUNT_AT.match(text, pos)
+            if m:
+                out.append(m.group(1))
+                pos = m.end()
+                continue
+        m = _AMOUNT_FAST.search(text, pos)
+        if not m:
+            break
+        out.append(m.group(1) or m.group(2))
+        pos = m.end()  # never empty: every match holds a digit
+    return out
+
+
+_RUN = frozenset("0123456789,")
 
 
 def amounts(texts) -> set[str]:
@@ -75,7 +109,7 @@ def amounts(texts) -> set[str]:
 
 @by_text("amounts")
 def _amounts(text: str) -> frozenset[str]:
-    return frozenset(" ".join(a.replace(",", "").lower().split()) for a in _AMOUNT.findall(text))
+    return frozenset(" ".join(a.replace(",", "").lower().split()) for a in amount_matches(text))
 
 
 def _families(alive):

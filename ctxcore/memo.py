@@ -141,7 +141,7 @@ def by_text(name: str, share: float = 0.05) -> Callable:
             return value
 
         cached.__wrapped__, cached.__doc__, cached.__name__ = fn, fn.__doc__, fn.__name__
-        cached.__module__, cached.cache = fn.__module__, cache
+        cached.__module__, cached.cache, cached.cache_clear = fn.__module__, cache, cache.clear
         return cached
 
     return wrap
