@@ -13,7 +13,7 @@ from ctxcore import Config, Loaded, Trace
 
 from .scenario import _scenario
 from .settings import DEFAULTS
-from .state import current_config
+from .state import current_config, link_page_param
 from .theme import _fate_style
 
 
@@ -35,6 +35,27 @@ PRESET_HELP = {
     "sidebar": "Whatever the sidebar controls are set to now.",
     "defaults": "The engine's defaults, ignoring the file's settings.",
 }
+
+
+SIDE_DEFAULTS = {"a": "naive", "b": "recommended"}
+
+
+def read_side_links(options: list[str]) -> list[str]:
+    """Take the opening link's ``a``/``b`` presets into the session (``cmp.a.choice``, ``cmp.b.choice``, a default
+    for a side without one); the problems with them, for ``link_warning``."""
+    ss = st.session_state
+    problems = []
+    for side, default in SIDE_DEFAULTS.items():
+        wanted = link_page_param(side)
+        if wanted is not None:
+            if wanted in options:
+                ss[f"cmp.{side}.choice"] = wanted
+                ss.pop(f"cmp.{side}", None)
+            else:
+                problems.append(f"{side}={wanted!r} must be one of {', '.join(options)}")
+        if ss.get(f"cmp.{side}.choice") not in options:
+            ss[f"cmp.{side}.choice"] = default
+    return problems
 
 
 def preset_options(loaded: Loaded) -> list[str]:
