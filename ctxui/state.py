@@ -22,6 +22,7 @@ from .settings import DEFAULT_CONTROLS, DEFAULTS, PAGE_DEFAULTS, config_from_con
 
 
 STORE = "ctx.controls"  # our own session key: survives page switches (widget keys do not)
+
 # widget key -> store field. Widget keys are per page; Streamlit deletes them when their page is
 # not shown, so every widget is re-seeded from the store (see ``bound``).
 BINDINGS: dict[str, str] = {}
