@@ -15,7 +15,7 @@ import streamlit as st  # noqa: E402
 import ctxui  # noqa: E402
 
 st.set_page_config(page_title="Context construction debugger", page_icon=ctxui.favicon(), layout="wide")
-ctxui.start_run()  # session state; on the first run, the link's scenario and settings (see ctxui, "shareable links")
+ctxui.start_run()  # session state; on the first run, the link's scenario and settings (see ctxui.links)
 
 PAGES = [
     st.Page("pages/debugger.py", title="Debugger", icon=":material/bug_report:", default=True),

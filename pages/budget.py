@@ -22,21 +22,13 @@ with left:
     with st.expander("Count the tokens of a fixed block"):
         sample = st.text_area("Paste a system prompt, schema or tool definition", key="bud.sample_text")
         if sample:
-            s = ctxui.store()
-            cfg = ctxui.config_from_controls(s)
-            try:
-                encoding = ctxcore.Config.from_dict(cfg).encoding
-            except ctxcore.InputError:
-                encoding = "cl100k_base"
-            tok = ctxcore.get_tokenizer(encoding)
-            n = tok.count(sample)
-            st.metric(f"Tokens ({encoding}{'' if tok.exact else ', approximate'})", n)
+            encoding, n, exact = ctxui.count_block_tokens(sample)
+            st.metric(f"Tokens ({encoding}{'' if exact else ', approximate'})", n)
 
 s = ctxui.store()
 with right:
     try:
-        ctxcore.Config.from_dict(ctxui.config_from_controls(s), source="settings")
-        b = ctxcore.window_budget(s["window"], s["max_output"], s["fixed"], s["safety"], s["history_share"])
+        b = ctxui.store_budget()
     except ctxcore.InputError as err:
         st.error(ctxui.md_escape(str(err)), icon=":material/error:")
         st.stop()

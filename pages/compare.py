@@ -17,18 +17,7 @@ if loaded is None:
 
 ss = st.session_state
 options = ctxui.preset_options(loaded)
-problems = []
-for side, default in (("a", "naive"), ("b", "recommended")):
-    wanted = ctxui.link_page_param(side)
-    if wanted is not None:
-        if wanted in options:
-            ss[f"cmp.{side}.choice"] = wanted
-            ss.pop(f"cmp.{side}", None)
-        else:
-            problems.append(f"{side}={wanted!r} must be one of {', '.join(options)}")
-    if ss.get(f"cmp.{side}.choice") not in options:
-        ss[f"cmp.{side}.choice"] = default
-ctxui.link_warning(problems)
+ctxui.link_warning(ctxui.read_side_links(options))
 
 ctxui.scenario_header(loaded)
 if not ss.get("ctx.sample"):
@@ -62,8 +51,8 @@ def side(name: str, column) -> tuple[str, object]:
 left, right = st.columns(2, gap="large")
 name_a, trace_a = side("a", left)
 name_b, trace_b = side("b", right)
-ctxui.set_page_params({k: v for k, v in (("a", ss["cmp.a.choice"]), ("b", ss["cmp.b.choice"]))
-                       if v != {"a": "naive", "b": "recommended"}[k]})
+ctxui.set_page_params({k: ss[f"cmp.{k}.choice"] for k in ctxui.SIDE_DEFAULTS
+                       if ss[f"cmp.{k}.choice"] != ctxui.SIDE_DEFAULTS[k]})
 if trace_a is None or trace_b is None:
     st.stop()
 st.session_state["cmp.traces"] = (trace_a, trace_b)  # for tests

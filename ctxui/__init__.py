@@ -1,0 +1,103 @@
+"""The app's shared UI: state, controls, loading/caching and renderers, a module per concern.
+
+Pages stay thin: widgets -> ``ctxcore`` -> the renderers here, always called as ``ctxui.X`` (tests patch names on
+this package). Imports inside point one way, bottom to top: text, theme, settings, linkparams, pagesmode; state;
+loading, budget, controls, inputs, scenario; the renderers (summary, tables, charts, prompt, download); compare,
+diagnosis, steps, lessons, links. Chunk text is shown as text, never as HTML or live markdown (see ctxui.text).
+"""
+
+from __future__ import annotations
+
+from .text import (  # noqa: F401
+    esc, md_escape, one_line, safe_filename, WORD_JOINER, _AUTOLINK, _MD_PUNCT,
+)
+from .theme import (  # noqa: F401
+    FATE_BADGES, fate_badges, FATE_COLORS, fate_style, favicon, KIND_COLORS, _fate_style,
+)
+from .settings import (  # noqa: F401
+    config_from_controls, controls_from_config, DEFAULT_CONTROLS, DEFAULTS, OFF_VALUES, ORDER_HELP, PAGE_DEFAULTS,
+    SELECT_HELP, SLIDER_RANGES,
+)
+from .linkparams import (  # noqa: F401
+    LINK_BY_KEY, LINK_PAGE_KEYS, LINK_PARAMS, LinkParam, MAX_TOKENS,
+)
+from .pagesmode import (  # noqa: F401
+    _leave_pages_directory_mode,
+)
+from .state import (  # noqa: F401
+    apply_config, apply_controls, BINDINGS, bound, current_config, init_state, link_page_param, link_params,
+    reset_defaults, set_page_params, STORE, store, sync_url, _link_base, _page_hash,
+)
+from .loading import (  # noqa: F401
+    build_trace, content_key, LARGE_INPUT, load_bytes, load_named_sample, ROOT, safe_build, SAMPLE_DIR,
+    sample_path, sample_paths, _build, _load, _load_trace,
+)
+from .budget import (  # noqa: F401
+    count_block_tokens, store_budget,
+)
+from .controls import (  # noqa: F401
+    MODELS, query_input, sidebar_controls, tokenizer_select, window_controls, _tokenizer_label, _tokenizer_options,
+)
+from .inputs import (  # noqa: F401
+    ensure_loaded, input_section, loaded_input, trace_picker, use_sample, _sample_title, _use,
+)
+from .scenario import (  # noqa: F401
+    scenario_header, scenario_info, scenario_story, settings_buttons, _scenario, _settings_mode, _text,
+)
+from .summary import (  # noqa: F401
+    metrics, side_metrics, warnings_list,
+)
+from .tables import (  # noqa: F401
+    detail_view, FATES_COLUMNS, fates_frame, fates_table, MAX_PICKER, _select_row,
+)
+from .charts import (  # noqa: F401
+    budget_waterfall, position_chart, prompt_map, token_bars, _block_text,
+)
+from .prompt import (  # noqa: F401
+    block_pieces, block_text, prompt_view, token_boundaries, _block_name, _pieces,
+)
+from .download import (  # noqa: F401
+    download_files, downloads,
+)
+from .compare import (  # noqa: F401
+    changes_table, fate_changes, moved_passages, moved_table, preset_config, PRESET_HELP, PRESET_LABELS,
+    preset_options, prompt_diff, read_side_links, settings_changes, SIDE_DEFAULTS, totals_frame,
+)
+from .diagnosis import (  # noqa: F401
+    claims_frame, diagnose, explain_frame, logged_prompt_text, replay_frame, SEVERITY,
+)
+from .steps import (  # noqa: F401
+    build_step, COMPRESSION, encode_step_value, IDENTICAL, kept_count, N_STEPS, read_step_link, SPACED, Step,
+    STEPS,
+)
+from .lessons import (  # noqa: F401
+    change_metrics, show_assembly, show_budget, show_compression, show_exact, show_labels, show_merge, show_near,
+    show_ordering, show_selection, show_stale, show_threshold, show_tokens, show_trace, STEP_VIEWS,
+)
+from .links import (  # noqa: F401
+    link_text, link_warning, read_link, share_box, start_run,
+)
+__all__ = [
+    "esc", "md_escape", "one_line", "safe_filename", "WORD_JOINER", "_AUTOLINK", "_MD_PUNCT", "FATE_BADGES",
+    "fate_badges", "FATE_COLORS", "fate_style", "favicon", "KIND_COLORS", "_fate_style", "config_from_controls",
+    "controls_from_config", "DEFAULT_CONTROLS", "DEFAULTS", "OFF_VALUES", "ORDER_HELP", "PAGE_DEFAULTS",
+    "SELECT_HELP", "SLIDER_RANGES", "LINK_BY_KEY", "LINK_PAGE_KEYS", "LINK_PARAMS", "LinkParam", "MAX_TOKENS",
+    "_leave_pages_directory_mode", "apply_config", "apply_controls", "BINDINGS", "bound", "current_config",
+    "init_state", "link_page_param", "link_params", "reset_defaults", "set_page_params", "STORE", "store",
+    "sync_url", "_link_base", "_page_hash", "build_trace", "content_key", "LARGE_INPUT", "load_bytes",
+    "load_named_sample", "ROOT", "safe_build", "SAMPLE_DIR", "sample_path", "sample_paths", "_build", "_load",
+    "_load_trace", "count_block_tokens", "store_budget", "MODELS", "query_input", "sidebar_controls",
+    "tokenizer_select", "window_controls", "_tokenizer_label", "_tokenizer_options", "ensure_loaded",
+    "input_section", "loaded_input", "trace_picker", "use_sample", "_sample_title", "_use", "scenario_header",
+    "scenario_info", "scenario_story", "settings_buttons", "_scenario", "_settings_mode", "_text", "metrics",
+    "side_metrics", "warnings_list", "detail_view", "FATES_COLUMNS", "fates_frame", "fates_table", "MAX_PICKER",
+    "_select_row", "budget_waterfall", "position_chart", "prompt_map", "token_bars", "_block_text", "block_pieces",
+    "block_text", "prompt_view", "token_boundaries", "_block_name", "_pieces", "download_files", "downloads",
+    "changes_table", "fate_changes", "moved_passages", "moved_table", "preset_config", "PRESET_HELP",
+    "PRESET_LABELS", "preset_options", "prompt_diff", "read_side_links", "settings_changes", "SIDE_DEFAULTS",
+    "totals_frame", "claims_frame", "diagnose", "explain_frame", "logged_prompt_text", "replay_frame", "SEVERITY",
+    "build_step", "COMPRESSION", "encode_step_value", "IDENTICAL", "kept_count", "N_STEPS", "read_step_link",
+    "SPACED", "Step", "STEPS", "change_metrics", "show_assembly", "show_budget", "show_compression", "show_exact",
+    "show_labels", "show_merge", "show_near", "show_ordering", "show_selection", "show_stale", "show_threshold",
+    "show_tokens", "show_trace", "STEP_VIEWS", "link_text", "link_warning", "read_link", "share_box", "start_run",
+]

@@ -1,0 +1,143 @@
+"""Plotly figures (prompt map, position chart, budget waterfall) and the token bars; labels pass through ``esc``."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from ctxcore import Trace
+
+from .text import esc
+from .theme import KIND_COLORS
+
+
+def _block_text(b, cands: dict, kept: dict) -> str:
+    if b.id is None:
+        return f"<b>{esc(b.kind)}</b><br>tokens {b.tokens:,} ({b.start_token:,}–{b.end_token:,})"
+    c, d = cands.get(b.id), kept.get(b.id)
+    score = "unscored" if c is None or c.score is None else f"{c.score:.3f}"
+    return (f"<b>{esc(b.label)}</b> · {esc(b.kind)}<br>id {esc(b.id)}<br>score {score}<br>"
+            f"tokens {b.tokens:,} ({b.start_token:,}–{b.end_token:,})<br>"
+            f"position {esc(d.position if d else '')}")
+
+
+def prompt_map(trace: Trace, full_scale: bool = False) -> go.Figure:
+    """The prompt as one horizontal strip: a segment per block, as wide as its tokens.
+
+    The axis ends just past the prompt and the docs-budget line; ``full_scale`` extends it to the safe input."""
+    cands = {c.id: c for c in trace.candidates}
+    kept = {d.id: d for d in trace.kept()}
+    fig = go.Figure()
+    by_kind: dict[str, list] = {}
+    for b in trace.blocks:
+        by_kind.setdefault(b.kind, []).append(b)
+    for kind, blocks in by_kind.items():
+        base_color = KIND_COLORS.get(kind, "#9e9e9e")
+        fig.add_trace(go.Bar(
+            y=["prompt"] * len(blocks), x=[max(b.tokens, 0) for b in blocks], base=[b.start_token for b in blocks],
+            orientation="h", name=esc(kind), legendgroup=kind,
+            marker=dict(color=base_color, opacity=1.0 if kind != "evidence" else None,
+                        line=dict(color="white", width=1.5)),
+            marker_opacity=[1.0 if (b.id is not None or kind != "evidence") else 0.4 for b in blocks],
+            text=[esc(b.label) if b.label else "" for b in blocks], textposition="inside",
+            insidetextanchor="middle", textfont=dict(color="white"),
+            hovertext=[_block_text(b, cands, kept) for b in blocks], hoverinfo="text",
+        ))
+    b = trace.budget
+    # (x, label, line style, label height above the strip) — two labels never collide
+    lines = [(b.fixed + b.docs, "fixed + docs budget", dict(color="#ef6c00", dash="dash", width=2), 2),
+             (b.safe_input, "safe input", dict(color="#c62828", width=2), 18)]
+    right = max(trace.prompt.tokens, 1) * 1.08
+    for x, *_ in lines:  # widen the axis for a line only when the prompt stays readable
+        if full_scale or x <= right * 1.6:
+            right = max(right, x * 1.04)
+    off = []
+    for x, name, style, lift in lines:
+        if x <= right:  # the line, labelled just above the strip and ending at the line
+            fig.add_vline(x=x, line=style)
+            fig.add_annotation(x=x, y=1, xref="x", yref="paper", xanchor="right" if x > right / 2 else "left",
+                               yanchor="bottom", text=f"{name} {x:,}", showarrow=False,
+                               font=dict(color=style["color"]), yshift=lift)
+        else:
+            off.append(f"{name} {x:,}")
+    if off:
+        fig.add_annotation(x=1, y=-0.45, xref="paper", yref="paper", xanchor="right", yanchor="middle",
+                           text=" · ".join(off) + " → off the chart", showarrow=False, font=dict(color="#c62828"))
+    fig.update_layout(barmode="overlay", height=240, margin=dict(l=10, r=10, t=54, b=30),
+                      xaxis=dict(title="token position in the prompt", range=[0, right]),
+                      yaxis=dict(visible=False), legend=dict(orientation="h", y=-0.45),
+                      hoverlabel=dict(align="left"), bargap=0.2)
+    return fig
+
+
+def position_chart(trace: Trace, highlight: Optional[str] = None, note: str = "") -> go.Figure:
+    """Kept passages: place in the prompt (x) against score (y); ``highlight`` rings one passage (by id)."""
+    kept = trace.kept()
+    cands = {c.id: c for c in trace.candidates}
+    xs = [d.position for d in kept]
+    ys = [cands[d.id].score if d.id in cands else None for d in kept]
+    fig = go.Figure()
+    k = len(kept)
+    if k >= 3:
+        fig.add_vrect(x0=1.5, x1=k - 0.5, fillcolor="#ffe0b2", opacity=0.45, line_width=0, layer="below",
+                      annotation_text="middle: read least reliably", annotation_position="top left")
+    fig.add_trace(go.Scatter(
+        x=xs, y=ys, mode="markers+text", text=[esc(d.label) for d in kept], textposition="top center",
+        marker=dict(size=[10 + min((d.tokens or 0) / 20, 20) for d in kept], color=[y or 0 for y in ys],
+                    colorscale=[[0, "#b0bec5"], [1, "#0d47a1"]], showscale=False,
+                    line=dict(color="white", width=1)),
+        hovertext=[f"<b>{esc(d.label)}</b><br>id {esc(d.id)}<br>position {d.position}<br>"
+                   f"score {'unscored' if y is None else f'{y:.3f}'}<br>tokens {d.tokens}"
+                   for d, y in zip(kept, ys)],
+        hoverinfo="text", name="kept"))
+    mark = [(x, y) for d, x, y in zip(kept, xs, ys) if d.id == highlight and y is not None]
+    if mark:
+        x, y = mark[0]
+        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", hoverinfo="skip", name="highlight",
+                                 marker=dict(size=34, symbol="circle-open", color="#c62828", line=dict(width=3))))
+        if note:
+            fig.add_annotation(x=x, y=y, text=esc(note), showarrow=True, arrowhead=2, ax=0, ay=46,
+                               font=dict(color="#c62828"), arrowcolor="#c62828")
+    known = [y for y in ys if y is not None]
+    lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
+    pad = max(hi - lo, 0.1) * 0.2
+    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=30), showlegend=False,
+                      xaxis=dict(title="position in the prompt (1 = first passage)", dtick=1,
+                                 range=[0.5, max(k, 1) + 0.5]),
+                      yaxis=dict(title="score", range=[lo - pad, hi + pad]))
+    return fig
+
+
+def budget_waterfall(b) -> go.Figure:
+    margin = (b.window - b.max_output) - b.safe_input
+    labels = ["window", "answer (max output)", "safety margin", "safe input", "fixed blocks", "history",
+              "docs budget"]
+    values = [b.window, -b.max_output, -margin, b.safe_input, -b.fixed, -b.history, b.docs]
+    measures = ["absolute", "relative", "relative", "total", "relative", "relative", "total"]
+    fig = go.Figure(go.Waterfall(
+        x=labels, y=values, measure=measures, text=[f"{abs(v):,}" for v in values], textposition="outside",
+        connector=dict(line=dict(color="#b0bec5")),
+        decreasing=dict(marker=dict(color="#ef6c00")), increasing=dict(marker=dict(color="#1565c0")),
+        totals=dict(marker=dict(color="#2e7d32")),
+    ))
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=20, b=10), yaxis=dict(title="tokens"),
+                      showlegend=False)
+    return fig
+
+
+def token_bars(trace: Trace) -> None:
+    safe = max(trace.budget.safe_input, 1)
+    rows = [{"#": i, "kind": b.kind, "label": b.label, "id": b.id, "tokens": b.tokens,
+             "share": b.tokens / safe} for i, b in enumerate(trace.blocks, 1)]
+    df = pd.DataFrame(rows, columns=["#", "kind", "label", "id", "tokens", "share"])
+    st.dataframe(df, hide_index=True, width="stretch", height=min(38 + 35 * max(len(df), 1), 360),
+                 column_config={
+                     "#": st.column_config.NumberColumn("#", width="small"),
+                     "tokens": st.column_config.ProgressColumn("tokens", min_value=0,
+                                                               max_value=max([1, *df["tokens"]]), format="%d"),
+                     "share": st.column_config.ProgressColumn("share of safe input", min_value=0.0,
+                                                              max_value=1.0, format="percent"),
+                 })

@@ -1,0 +1,151 @@
+"""The fates table (one row per candidate) and the detail view of one candidate."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pandas as pd
+import streamlit as st
+
+import ctxcore
+from ctxcore import Trace
+
+from .state import bound
+from .text import md_escape
+from .theme import _fate_style
+
+
+MAX_PICKER = 5000       # above this many candidates the detail view asks for an id instead of a list
+FATES_COLUMNS = ["#", "id", "fate", "stage", "reason", "score", "tokens", "prompt_tokens", "label", "position",
+                 "duplicate_of", "superseded_by", "merged_into", "similarity"]
+
+
+def fates_frame(trace: Trace) -> pd.DataFrame:
+    """One row per candidate, in input order: its fate, the stage and reason, and the numbers that decided it.
+
+    Built column by column (a dict per row costs several times more at 10,000 candidates) and remembered for
+    the last trace shown, so a rerun that does not change the build (a row click, a toggle) reuses it.
+    Callers must not modify the returned frame."""
+    memo = st.session_state.get("ctx.fates_memo")
+    if memo is not None and memo[0] is trace:
+        return memo[1]
+    cands = {c.id: c for c in trace.candidates}
+    ds = trace.decisions
+    cs = [cands.get(d.id) for d in ds]
+    df = pd.DataFrame({  # (no rows: every column object, as pandas makes it from an empty list of rows)
+        "#": range(1, len(ds) + 1),
+        "id": [d.id for d in ds],
+        "fate": [d.fate for d in ds],
+        "stage": [d.stage for d in ds],
+        "reason": [d.reason for d in ds],
+        "score": [c.score if c else None for c in cs],
+        "tokens": [c.tokens if c else None for c in cs],
+        "prompt_tokens": [d.tokens for d in ds],
+        "label": [d.label for d in ds],
+        "position": [d.position for d in ds],
+        "duplicate_of": [d.duplicate_of for d in ds],
+        "superseded_by": [d.superseded_by for d in ds],
+        "merged_into": [d.merged_into for d in ds],
+        "similarity": [d.similarity for d in ds],
+    } if ds else {}, columns=FATES_COLUMNS)
+    for name in ("tokens", "prompt_tokens", "position"):
+        df[name] = df[name].astype("Int64")
+    st.session_state["ctx.fates_memo"] = (trace, df)
+    return df
+
+
+def _select_row() -> None:
+    """Clicking a row of the fates table shows that candidate in the detail view."""
+    ss = st.session_state
+    selection = (ss.get("dbg.table") or {}).get("selection") or {}
+    rows = selection.get("rows") or []
+    ids = ss.get("ctx.table_ids") or []
+    if rows and rows[0] < len(ids):
+        ss["dbg.detail"] = ids[rows[0]]
+
+
+def fates_table(trace: Trace) -> pd.DataFrame:
+    """The fates table with a fate filter; returns the shown frame."""
+    df = fates_frame(trace)
+    counts = trace.fate_counts()
+    present = [f for f in ctxcore.FATES if counts.get(f)]
+    chosen = bound(st.multiselect, "fates", "dbg.fates", "Filter by fate", list(ctxcore.FATES),
+                   format_func=lambda f: f"{f} ({counts.get(f, 0)})", placeholder="All fates",
+                   help="; ".join(f"{f}: {ctxcore.FATE_MEANINGS[f]}" for f in present))
+    shown = (df[df["fate"].isin(chosen)] if chosen else df).reset_index(drop=True)
+    st.session_state["ctx.table_ids"] = shown["id"].tolist()
+    scores = pd.to_numeric(df["score"], errors="coerce").dropna()
+    lo = min(0.0, float(scores.min())) if len(scores) else 0.0
+    hi = max(1.0, float(scores.max())) if len(scores) else 1.0
+    column_config = {
+        "#": st.column_config.NumberColumn("#", help="input order", width="small"),
+        "id": st.column_config.TextColumn("id", width="medium"),
+        "fate": st.column_config.TextColumn("fate", help="; ".join(f"{k}: {v}" for k, v in
+                                                                   ctxcore.FATE_MEANINGS.items())),
+        "stage": st.column_config.TextColumn("stage", help="the stage that decided it"),
+        "reason": st.column_config.TextColumn("reason", width="large"),
+        "score": st.column_config.ProgressColumn("score", min_value=lo, max_value=hi, format="%.3f"),
+        "tokens": st.column_config.NumberColumn("tokens", help="tokens of the text as read"),
+        "prompt_tokens": st.column_config.NumberColumn("in prompt", help="tokens as it enters the prompt "
+                                                                         "(after compression)"),
+        "label": st.column_config.TextColumn("label", width="small"),
+        "position": st.column_config.NumberColumn("position", help="1-based place among the passages",
+                                                  width="small"),
+        "duplicate_of": st.column_config.TextColumn("duplicate of"),
+        "superseded_by": st.column_config.TextColumn("superseded by"),
+        "merged_into": st.column_config.TextColumn("merged into"),
+        "similarity": st.column_config.NumberColumn("similarity", format="%.3f"),
+    }
+    data = shown.style.map(_fate_style, subset=["fate"]) if len(shown) <= MAX_PICKER else shown
+    optional = ("duplicate_of", "superseded_by", "merged_into", "similarity", "prompt_tokens")
+    order = ["#", "id", "fate", "score", "tokens", "label", "position", "stage", "reason"]
+    order += [c for c in optional if df[c].notna().any()]  # relation columns only when this trace uses them
+    st.dataframe(data, column_config=column_config, column_order=order, hide_index=True, width="stretch",
+                 height=min(38 + 35 * max(len(shown), 1), 420), on_select=_select_row,
+                 selection_mode="single-row", key="dbg.table")
+    st.caption(f"{len(shown)} of {len(df)} candidates shown · click a row to see it below")
+    return shown
+
+
+def detail_view(trace: Trace, shown: pd.DataFrame) -> None:
+    """One candidate: its text (as text), where it went, and the full decision as JSON."""
+    ids = shown["id"].tolist() if len(shown) else [d.id for d in trace.decisions]
+    ss = st.session_state
+    if len(ids) > MAX_PICKER:
+        cid = st.text_input("Candidate id", key="dbg.detail_id", placeholder="type an id from the table")
+        if not cid:
+            return
+    else:
+        if ss.get("dbg.detail") not in ids:
+            kept = [d.id for d in trace.kept() if d.id in ids]
+            ss["dbg.detail"] = kept[0] if kept else (ids[0] if ids else None)
+        fates = {d.id: d.fate for d in trace.decisions}
+        cid = st.selectbox("Candidate", ids, key="dbg.detail",
+                           format_func=lambda i: f"{i}  —  {fates.get(i, '?')}")
+    try:
+        d = trace.decision(cid)
+    except KeyError:
+        st.error(md_escape(f"No candidate with id {cid!r}"))
+        return
+    cand = next((c for c in trace.candidates if c.id == cid), None)
+    left, right = st.columns([3, 2])
+    with left:
+        st.text(f"Fate: {d.fate} · decided by stage: {d.stage}")  # a saved trace may carry any strings
+        st.text(d.reason)
+        st.caption("Chunk text as read (shown as plain text)")
+        st.code(cand.text if cand else "", language=None, wrap_lines=True)
+        if d.text is not None:
+            st.caption("Passage text as it enters the prompt (compressed or merged)")
+            st.code(d.text, language=None, wrap_lines=True)
+    with right:
+        decision_tab, fields_tab = st.tabs(["Decision (JSON)", "Candidate fields"])
+        decision_tab.code(json.dumps(dataclasses.asdict(d), ensure_ascii=False, indent=2), language="json",
+                          wrap_lines=True)
+        if cand is not None:
+            meta = {k: v for k, v in dataclasses.asdict(cand).items()
+                    if k not in ("text",) and v not in (None, {}, (), False)}
+            if "embedding" in meta:
+                meta["embedding"] = f"{len(cand.embedding)} numbers"
+            fields_tab.code(json.dumps(meta, ensure_ascii=False, indent=2, default=str), language="json",
+                            wrap_lines=True)
