@@ -9,11 +9,10 @@ from typing import Optional
 
 import ctxcore
 
-from .settings import ORDER_HELP, SELECT_HELP, SLIDER_RANGES
+from ctxcore.settings import MAX_TOKENS, SETTINGS
 
 
 LINK_PAGE_KEYS = {"step", "lv", "a", "b"}
-MAX_TOKENS = 10_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,27 +110,21 @@ class LinkParam:
         return value
 
 
-LINK_PARAMS: tuple[LinkParam, ...] = (
-    LinkParam("tok", "tokenizer", "tokenizer", "encoding"),
-    LinkParam("win", "window", "int", "window", 1, MAX_TOKENS),
-    LinkParam("out", "max_output", "int", "max_output", 0, MAX_TOKENS),
-    LinkParam("safety", "safety", "float", "safety", *SLIDER_RANGES["safety"]),
-    LinkParam("hist", "history_share", "float", "history_share", *SLIDER_RANGES["history_share"]),
-    LinkParam("budget", "budget", "int", "budget", 0, MAX_TOKENS, switch="budget_on"),
-    LinkParam("min", "min_score", "float", "min_score", -1e9, 1e9, switch="min_score_on"),
-    LinkParam("nd", "near_dup", "float", "near_dup", *SLIDER_RANGES["near_dup"], switch="near_dup_on"),
-    LinkParam("sim", "similarity", "choice", "similarity", options=("words", "shingles", "cosine")),
-    LinkParam("newest", "prefer_newest", "bool", "prefer_newest"),
-    LinkParam("sel", "select", "choice", "select", options=tuple(SELECT_HELP)),
-    LinkParam("lam", "mmr_lambda", "float", "mmr_lambda", *SLIDER_RANGES["mmr_lambda"]),
-    LinkParam("order", "order", "choice", "order", options=tuple(ORDER_HELP)),
-    LinkParam("maxp", "max_passages", "int", "max_passages", 1, 100_000, switch="max_passages_on"),
-    LinkParam("label", "label_overhead", "int", "label_overhead", 0, 100_000, switch="label_auto", word="auto",
-              word_state=True),
-    LinkParam("comp", "compress", "bool", "compress"),
-    LinkParam("cap", "max_chunk_tokens", "int", "max_chunk_tokens", 1, MAX_TOKENS, switch="max_chunk_on"),
-    LinkParam("merge", "merge_adjacent", "bool", "merge_adjacent"),
-    LinkParam("caller", "caller", "text", "caller", hi=200),
+def _setting_link(s) -> LinkParam:
+    """The link parameter of one declared setting: its key, kind and range come from the declaration."""
+    kind = {"encoding": "tokenizer", "overhead": "int"}.get(s.kind, s.kind)
+    lo, hi = s.slider or (s.lo, s.hi)
+    if kind == "int":
+        lo, hi = (0 if lo is None else lo), (MAX_TOKENS if hi is None else hi)
+    elif kind == "float":
+        lo, hi = (-1e9 if lo is None else lo), (1e9 if hi is None else hi)
+    elif kind == "text":
+        hi = 200
+    return LinkParam(s.link, "tokenizer" if kind == "tokenizer" else s.name, kind, s.name, lo, hi,
+                     options=s.choices, switch=s.switch, word=s.switch_word, word_state=s.switch_word == "auto")
+
+
+LINK_PARAMS: tuple[LinkParam, ...] = tuple(_setting_link(s) for s in SETTINGS if s.link) + (
     LinkParam("fixed", "fixed", "int", None, 0, MAX_TOKENS),
     LinkParam("q", "query", "text", None, hi=4000),
     LinkParam("fates", "fates", "list", None, options=tuple(ctxcore.FATES)),

@@ -4,6 +4,7 @@ import dataclasses
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -76,10 +77,25 @@ def test_every_choice_is_described():
 
 
 def test_the_readme_table_is_the_declaration():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (Path(ROOT) / "README.md").read_text(encoding="utf-8")
     assert markdown_table() in readme, "README's settings table is stale: paste ctxcore.settings.markdown_table()"
 
 
 def test_sandwich_is_described_as_the_seed_defines_it():
     assert "second best last" in BY_NAME["order"].meaning("sandwich")
     assert "weakest in the middle" not in BY_NAME["order"].meaning("sandwich")
+
+
+def test_every_setting_has_a_sidebar_control():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(ROOT) / "app.py"), default_timeout=60).run()
+    assert not at.exception
+    keys = {w.key for kind in ("slider", "number_input", "toggle", "checkbox", "selectbox", "radio", "text_input")
+            for w in getattr(at, kind)}
+    assert "dbg.tokenizer" in keys
+    for s in SETTINGS:
+        if s.kind not in ("encoding", "model"):
+            assert f"dbg.{s.name}" in keys, s.name
+            if s.switch:
+                assert f"dbg.{s.switch}" in keys, s.switch
