@@ -33,6 +33,7 @@ import streamlit as st
 
 import ctxcore
 from ctxcore import BuildError, Config, InputError, Loaded, Trace
+from ctxcore.formats import load_file
 
 ROOT = Path(__file__).resolve().parent
 SAMPLE_DIR = ROOT / "sample_data"
@@ -443,8 +444,6 @@ def input_section() -> None:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _load_trace(name: str, data: bytes, trace_id: str) -> Loaded:
-    from ctxcore.importers import load_file
-
     return load_file(data, trace_id=trace_id, name=name)
 
 

@@ -11,8 +11,11 @@ import sys
 from typing import Optional
 
 from .errors import BuildError, InputError
-from .loaders import load, parse_json
+from .formats import load_file
+from .loaders import load
+from .reading import decode, parse_json
 from .records import Trace
+from .schema import trace_schema
 from .serialize import dumps
 
 
@@ -147,8 +150,6 @@ def _settings_file(path: Optional[str]) -> dict:
 def _trace(args):
     """The trace to look at: a saved trace as it was, else a build under the file's settings and the flags."""
     if args.trace_id:
-        from .importers import load_file
-
         loaded = load_file(args.input, trace_id=args.trace_id)
     else:
         loaded = load(args.input)
@@ -172,8 +173,6 @@ def _logged(loaded) -> dict:
 def run(argv=None, out=sys.stdout) -> int:
     args = parser().parse_args(argv)
     if args.command == "schema":
-        from .schema import trace_schema
-
         out.write(dumps(trace_schema()) + "\n")
         return 0
     loaded, trace = _trace(args)
@@ -223,8 +222,6 @@ def run(argv=None, out=sys.stdout) -> int:
 
 
 def _read_answer(path: str) -> str:
-    from .loaders import decode
-
     try:
         with open(path, "rb") as f:
             return decode(f.read(), path)

@@ -338,17 +338,17 @@ class Trace:
         return counts
 
     def to_dict(self) -> dict:
-        from .serialize import trace_to_dict
+        from .serialize import trace_to_dict  # late import: records -> serialize (serialize imports no records)
 
         return trace_to_dict(self)
 
     def to_json(self) -> str:
-        from .serialize import dumps
+        from .serialize import dumps  # late import: records -> serialize (serialize imports no records)
 
         return dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str | bytes, *, source: str = "trace") -> "Trace":
-        from .serialize import trace_from_json
+        from .tracefile import trace_from_json  # late import: the one allowed cycle (records <-> tracefile)
 
         return trace_from_json(text, source=source)

@@ -1,0 +1,60 @@
+"""A saved ctxcore trace read back: the same checks as any input, so an edited trace is refused
+with a clear message instead of rendering half a trace."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .errors import InputError
+from .reading import candidate_fields, parse_json
+from .records import FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo, Trace
+
+
+def _record(cls, data, source, where):
+    if not isinstance(data, dict):
+        raise InputError(f"{where} must be an object", source=source, field=where)
+    names = {f.name for f in dataclasses.fields(cls)}
+    try:
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names})
+    except TypeError as err:
+        raise InputError(f"{where} is incomplete or malformed ({err})", source=source, field=where) from None
+
+
+def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        found = data.get("format") if isinstance(data, dict) else None
+        raise InputError(f"not a {FORMAT} trace (format is {found!r})", source=source, field="format")
+    for key in ("query", "config", "budget", "candidates", "decisions", "prompt"):
+        if key not in data:
+            raise InputError("missing from the trace", source=source, field=key)
+    for key in ("candidates", "decisions"):
+        if not isinstance(data[key], list):
+            raise InputError("must be a list", source=source, field=key)
+    fields, _ = candidate_fields(data["candidates"], source, "candidates", lines=None)
+    candidates = tuple(Candidate(**f) for f in fields)
+    decisions = tuple(_record(Decision, d, source, f"decisions[{i}]") for i, d in enumerate(data["decisions"]))
+    ids = [c.id for c in candidates]
+    if sorted(ids) != sorted(d.id for d in decisions):
+        raise InputError("the decisions do not name the same ids as the candidates", source=source,
+                         field="decisions")
+    inputs = data.get("inputs") or {}
+    return Trace(
+        query=data["query"],
+        config=Config.from_dict(data["config"], source=source),
+        tokenizer=_record(TokenizerInfo, data.get("tokenizer", {"encoding": "?", "exact": False}), source, "tokenizer"),
+        budget=_record(Budget, data["budget"], source, "budget"),
+        candidates=candidates,
+        decisions=decisions,
+        blocks=tuple(_record(Block, {k: v for k, v in b.items() if k != "tokens"}, source, f"blocks[{i}]")
+                     for i, b in enumerate(data.get("blocks", []))),
+        prompt=_record(Prompt, data["prompt"], source, "prompt"),
+        warnings=tuple(data.get("warnings", [])),
+        abstain=bool(data.get("abstain", False)),
+        inputs=Inputs(system=inputs.get("system", ""), instructions=inputs.get("instructions", ""),
+                      schema=inputs.get("schema", ""), tools=tuple(inputs.get("tools", ())),
+                      history=tuple(inputs.get("history", ()))),
+    )
+
+
+def trace_from_json(text, *, source: str = "trace") -> Trace:
+    return trace_from_dict(parse_json(text, source), source=source)
