@@ -18,7 +18,7 @@ from .errors import InputError
 from .formats import detect, detect_any, detect_lines
 from .limits import MAX_BYTES, MAX_CANDIDATES, MAX_KEYS
 from .loaded import Loaded
-from .reading import (KNOWN, NotJson, candidate_fields, csv_rows, decode, json_type, looks_like_jsonl, parse_json,
+from .reading import (KNOWN, NotJson, candidates, csv_rows, decode, json_type, looks_like_jsonl, parse_json,
                       parse_jsonl, too_big)
 from .records import FORMAT, Candidate, Config, Inputs
 from .tracefile import trace_from_dict
@@ -144,8 +144,7 @@ def candidates_from_objects(items, *, source: str = "input", field: str = "candi
 
 
 def _candidates(items, source, name, lines) -> tuple[tuple[Candidate, ...], tuple[str, ...]]:
-    fields, notes = candidate_fields(items, source, name, lines)
-    return tuple(Candidate(**f) for f in fields), notes
+    return candidates(items, source, name, lines, Candidate)
 
 
 def _from_jsonl(text: str, source: str) -> Loaded:

@@ -10,7 +10,7 @@ import io
 import json
 import math
 import re
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from .errors import InputError
 from .limits import MAX_BYTES, MAX_CANDIDATES, MAX_DEPTH, MAX_FIELD_CHARS
@@ -51,37 +51,46 @@ def decode(data: bytes, source: str = "input") -> str:
     return text
 
 
-def _where(path) -> str:
-    """A path (a linked list of keys, innermost last) as ``a.b[0].c``, cut short when long."""
-    keys = []
-    while path is not None:
-        path, key = path
-        keys.append(key)
-    text = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in reversed(keys)).lstrip(".")
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def check_shape(data, source: str, line: Optional[int] = None) -> None:
-    """Refuse a nest deeper than MAX_DEPTH or a string longer than MAX_FIELD_CHARS, before any
-    recursive reader meets it (so a deep file fails the same way in the CLI and in the app's thread)."""
-    def refuse(message, path):
-        raise InputError(message, source=source, line=line, field=_where(path) or None)
-
-    if isinstance(data, str) and len(data) > MAX_FIELD_CHARS:
-        refuse(f"a value of {len(data):,} characters; the limit is {MAX_FIELD_CHARS:,}", None)
-    stack = [(data, 1, None)] if isinstance(data, (dict, list)) else []
+def _path_to(data, test) -> str:
+    """Where the first node that ``test(node, depth)`` flags sits, as ``a.b[0].c`` (cut short when long).
+    Only run once a limit is already broken, so it may be slow."""
+    stack = [(data, 1, ())]
     while stack:
-        value, depth, path = stack.pop()
-        if depth > MAX_DEPTH:
-            refuse(f"JSON is nested too deeply to read (more than {MAX_DEPTH} levels)", path)
-        for key, v in (value.items() if isinstance(value, dict) else enumerate(value)):
-            if isinstance(v, str):
-                if len(v) > MAX_FIELD_CHARS:
-                    refuse(f"a value of {len(v):,} characters; the limit is {MAX_FIELD_CHARS:,}", (path, key))
-            elif isinstance(v, (dict, list)):
-                stack.append((v, depth + 1, (path, key)))
-            if isinstance(key, str) and len(key) > MAX_FIELD_CHARS:
-                refuse(f"a key of {len(key):,} characters; the limit is {MAX_FIELD_CHARS:,}", path)
+        node, depth, path = stack.pop()
+        if test(node, depth):
+            text = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+            return text if len(text) <= 80 else text[:77] + "..."
+        if isinstance(node, (dict, list)):
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            stack.extend((v, depth + 1, path + (k,)) for k, v in reversed(list(items)))
+    return ""
+
+
+def check_shape(data, source: str, line: Optional[int] = None, size: Optional[int] = None) -> None:
+    """Refuse a nest deeper than MAX_DEPTH or a string longer than MAX_FIELD_CHARS, before any
+    recursive reader meets it (so a deep file fails the same way in the CLI and in the app's thread).
+    ``size``, the length of the text parsed, skips the string check when no string can be that long."""
+    def refuse(message, test):
+        raise InputError(message, source=source, line=line, field=_path_to(data, test) or None)
+
+    if size is not None and size < 2 * (MAX_DEPTH + 1):
+        return  # too short to open MAX_DEPTH + 1 brackets, let alone hold a long string
+    strings = size is None or size > MAX_FIELD_CHARS
+    level, depth = [data], 1
+    while level:
+        below = []
+        for node in level:
+            kind = type(node)
+            if kind is str:
+                if strings and len(node) > MAX_FIELD_CHARS:
+                    refuse(f"a value of {len(node):,} characters; the limit is {MAX_FIELD_CHARS:,}",
+                           lambda n, d: type(n) is str and len(n) > MAX_FIELD_CHARS)
+            elif kind is dict or kind is list:
+                if depth > MAX_DEPTH:
+                    refuse(f"JSON is nested too deeply to read (more than {MAX_DEPTH} levels)",
+                           lambda n, d: d > MAX_DEPTH and isinstance(n, (dict, list)))
+                below.extend(node.values() if kind is dict else node)
+        level, depth = below, depth + 1
 
 
 def parse_json(text: Union[str, bytes], source: str = "input", line: Optional[int] = None) -> Any:
@@ -97,7 +106,7 @@ def parse_json(text: Union[str, bytes], source: str = "input", line: Optional[in
         raise InputError("JSON is nested too deeply to read", source=source, line=line) from None
     except ValueError as err:  # e.g. an integer with more digits than Python converts
         raise InputError(f"not valid JSON: {err}", source=source, line=line) from None
-    check_shape(data, source, line)
+    check_shape(data, source, line, size=len(text))
     return data
 
 
@@ -161,8 +170,9 @@ def _finite(v) -> bool:
         return False
 
 
-def candidate(item, i: int, label: str, where: dict, taken=frozenset()) -> tuple[dict, bool, list[str]]:
-    """The fields of one ``records.Candidate`` from one object; ``label`` and ``where`` locate it in messages."""
+def candidate(item, i: int, label: str, where: dict, taken, make: Callable) -> tuple[Any, bool, list]:
+    """One candidate from one object, as ``make(**fields)``: the caller passes ``records.Candidate``, which
+    this module does not import. ``label`` and ``where`` locate it in messages; ``taken`` are ids in use."""
     def bad(f, why):
         raise InputError(why, field=f"{label}.{f}" if where.get("line") is None else f, **where)
 
@@ -236,14 +246,14 @@ def candidate(item, i: int, label: str, where: dict, taken=frozenset()) -> tuple
     tokens = item.get("tokens")
     if not isinstance(tokens, int) or isinstance(tokens, bool):
         tokens = None  # recounted by the build anyway; kept so a trace reads back identical
-    return dict(id=cid, text=text, score=score, chunk_index=chunk_index, trust=trust, tokens=tokens,
+    return make(id=cid, text=text, score=score, chunk_index=chunk_index, trust=trust, tokens=tokens,
                 permissions=tuple(permissions) if permissions is not None else None,
                 embedding=tuple(float(x) for x in embedding) if embedding is not None else None,
                 metadata=metadata, generated_id=generated, **strings), generated, extra
 
 
-def candidate_fields(items, source: str, name: str, lines) -> tuple[list[dict], tuple[str, ...]]:
-    """The fields of every candidate in a list, ids unique, and the notes on what was normalised."""
+def candidates(items, source: str, name: str, lines, make: Callable) -> tuple[tuple, tuple[str, ...]]:
+    """Every candidate in a list (as :func:`candidate` makes them), ids unique, and notes on what was normalised."""
     if not isinstance(items, list):
         raise InputError("must be a list of candidate objects", source=source, field=name)
     if len(items) > MAX_CANDIDATES:
@@ -253,19 +263,20 @@ def candidate_fields(items, source: str, name: str, lines) -> tuple[list[dict], 
     for i, item in enumerate(items):
         where = dict(source=source, line=lines[i] if lines else None)
         label = name if lines else f"{name}[{i}]"
-        fields, _, extra_keys = candidate(item, i, label, where, taken=given)
-        out.append(fields)
+        made, _, extra_keys = candidate(item, i, label, where, given, make)
+        out.append(made)
         moved.update(extra_keys)
     ids: dict = {}
     for i, c in enumerate(out):
-        if c["id"] in ids:
-            raise InputError(f"id {c['id']!r} is used twice (also by item {ids[c['id']] + 1})", source=source,
+        cid = c.id
+        if cid in ids:
+            raise InputError(f"id {cid!r} is used twice (also by item {ids[cid] + 1})", source=source,
                              line=lines[i] if lines else None, field=f"{name}[{i}].id" if not lines else "id")
-        ids[c["id"]] = i
+        ids[cid] = i
     notes = []
     if moved:
         notes.append(f"fields {', '.join(sorted(moved))} are not candidate fields; they were kept as metadata")
-    return out, tuple(notes)
+    return tuple(out), tuple(notes)
 
 
 def parse_text(text: str, source: str) -> Any:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from .errors import InputError
-from .reading import candidate_fields, parse_json
+from .reading import candidates as read_candidates
+from .reading import parse_json
 from .records import FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo, Trace
 
 
@@ -30,8 +31,7 @@ def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
     for key in ("candidates", "decisions"):
         if not isinstance(data[key], list):
             raise InputError("must be a list", source=source, field=key)
-    fields, _ = candidate_fields(data["candidates"], source, "candidates", lines=None)
-    candidates = tuple(Candidate(**f) for f in fields)
+    candidates = read_candidates(data["candidates"], source, "candidates", None, Candidate)[0]
     decisions = tuple(_record(Decision, d, source, f"decisions[{i}]") for i, d in enumerate(data["decisions"]))
     ids = [c.id for c in candidates]
     if sorted(ids) != sorted(d.id for d in decisions):

@@ -7,6 +7,7 @@ The inputs are generated here (too big to commit); bench/import_scale.py times t
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import tracemalloc
@@ -17,6 +18,7 @@ from ctxcore import InputError, load
 from ctxcore.cli import main
 from ctxcore.limits import MAX_DEPTH, MAX_FIELD_CHARS, MAX_KEYS, MAX_SPANS
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRACE = "4b1f" * 8
 DOCS = {f"attributes.retrieval.documents.{j}.document.{k}": v for j in range(5)
         for k, v in (("id", f"kb-{j}"), ("content", f"Refund rule {j}: above ${j}00 a team lead approves."),
@@ -182,3 +184,21 @@ def test_a_deep_jsonl_line_is_refused_naming_its_line():
     lines = [json.dumps(span(0, "CHAIN")), _deep_span(MAX_DEPTH + 1).decode()[1:-1]]
     message = refused("\n".join(lines).encode(), "deep.jsonl")
     assert message.startswith("deep.jsonl, line 2, field 'attributes.x.a") and "nested too deeply" in message
+
+
+def test_deep_metadata_uploaded_to_the_app_shows_the_cli_message(tmp_path, capsys):
+    """The real upload path: Streamlit runs the page on its own thread, with its own frames on the stack."""
+    from streamlit.testing.v1 import AppTest
+
+    data = _deep_span(600)
+    path = tmp_path / "deep.json"
+    path.write_bytes(data)
+    assert main(["build", str(path)]) == 2
+    cli_line = capsys.readouterr().err.strip().removeprefix("error: ").replace(str(path), "deep.json")
+    at = AppTest.from_file(os.path.join(ROOT, "app.py"), default_timeout=60)
+    at.run()
+    at.file_uploader(key="dbg.upload").set_value(("deep.json", data, "application/json"))
+    at.run()
+    assert not at.exception
+    shown = [e.value.replace("\\", "").replace("\u2060", "") for e in at.error]
+    assert shown == [cli_line]

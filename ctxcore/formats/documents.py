@@ -84,8 +84,7 @@ def to_candidates(docs: list[dict], source: str):
         chunk = meta.get("chunk_index")
         if isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 0:
             item["chunk_index"] = chunk
-        fields, _, _ = candidate(item, i, d["where"], {"source": source, "line": None})
-        out.append(Candidate(**fields))
+        out.append(candidate(item, i, d["where"], {"source": source, "line": None}, (), Candidate)[0])
     return tuple(out)
 
 
@@ -98,7 +97,7 @@ def _match_key(d: dict):
 
 
 def rank_documents(retrieved: list[dict], rer_in: list[dict], rer_out: Optional[list[dict]],
-                    warnings: list[str]) -> list[dict]:
+                   warnings: list[str]) -> list[dict]:
     """Put documents in rank order and set the score to rank by (``rank_score``); see module doc."""
     if rer_out is None:
         for pos, d in enumerate(retrieved, 1):

@@ -93,13 +93,14 @@ def _lf_documents(value) -> Optional[list]:
         if isinstance(node.get("document"), dict):
             node = node["document"]
         text = first(*(node.get(k) for k in ("page_content", "pageContent", "text", "content", "document", "chunk")
-                        if isinstance(node.get(k), str)))
+                       if isinstance(node.get(k), str)))
         metadata = json_value(node.get("metadata"), literal=True)
         if not isinstance(metadata, dict):
             metadata = {} if metadata is None else {"metadata": metadata}
         metadata = dict(metadata)  # a copy: the caller's parsed JSON is never changed
-        score = first(as_number(item.get("score")), as_number(node.get("score")), as_number(item.get("relevance_score")),
-                       as_number(metadata.get("relevance_score")), as_number(metadata.get("score")))
+        score = first(as_number(item.get("score")), as_number(node.get("score")),
+                      as_number(item.get("relevance_score")), as_number(metadata.get("relevance_score")),
+                      as_number(metadata.get("score")))
         docs.append({"content": text, "id": first(node.get("id"), node.get("id_"), node.get("doc_id")),
                      "score": score, "metadata": metadata})
     return docs
@@ -144,9 +145,9 @@ def _lf_tokens(o: dict) -> Optional[int]:
     details = json_value(o.get("usageDetails"))
     usage = o.get("usage") if isinstance(o.get("usage"), dict) else {}
     details = details if isinstance(details, dict) else {}
-    return first(as_int(details.get("input")), as_int(details.get("prompt_tokens")), as_int(details.get("input_tokens")),
-                  as_int(usage.get("input")), as_int(usage.get("promptTokens")), as_int(o.get("promptTokens")),
-                  as_int(o.get("inputUsage")))
+    return first(as_int(details.get("input")), as_int(details.get("prompt_tokens")),
+                 as_int(details.get("input_tokens")), as_int(usage.get("input")), as_int(usage.get("promptTokens")),
+                 as_int(o.get("promptTokens")), as_int(o.get("inputUsage")))
 
 
 def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str]) -> Loaded:
@@ -250,6 +251,9 @@ def trace_ids(data) -> list[str]:
     return [t.id for t in _langfuse_traces(data, "input") or () if t.id is not None]
 
 
-FAMILY = Family(LANGFUSE, matches=lambda data, source: _langfuse_traces(data, source) is not None,
-                load=lambda data, source, trace_id: _load(_langfuse_traces(data, source), source, trace_id),
+def _read(data, source: str, trace_id: Optional[str]) -> Loaded:
+    return _load(_langfuse_traces(data, source), source, trace_id)
+
+
+FAMILY = Family(LANGFUSE, matches=lambda data, source: _langfuse_traces(data, source) is not None, load=_read,
                 traces=trace_ids)

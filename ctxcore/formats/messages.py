@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..records import Config
 from ..tokens import encoding_for_model
-from .values import as_int, json_value, snippet, squash, dig
+from .values import as_int, dig, json_value, snippet, squash
 
 
 _QUERY_KEYS = ("query", "question", "input", "query_str", "user_input", "q", "text", "message")

@@ -133,9 +133,9 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str]) -> Loaded:
         attrs = llm.attrs
         params = json_value(dig(attrs, "llm", "invocation_parameters"))
         model = as_str(first(dig(attrs, "llm", "model_name"), dig(attrs, "llm", "response", "model_name"),
-                            dig(attrs, "llm", "request", "model_name"),
-                            params.get("model") if isinstance(params, dict) else None,
-                            params.get("model_name") if isinstance(params, dict) else None))
+                             dig(attrs, "llm", "request", "model_name"),
+                             params.get("model") if isinstance(params, dict) else None,
+                             params.get("model_name") if isinstance(params, dict) else None))
         prompt_tokens = as_int(dig(attrs, "llm", "token_count", "prompt"))
         config = settings_from(model, params, unmapped, warnings)
         system, history = request_parts(messages, all_docs, unmapped)
@@ -230,6 +230,9 @@ def trace_ids(data) -> list[str]:
     return [tid for tid in dict.fromkeys(s.trace_id for s in spans) if tid is not None]
 
 
-FAMILY = Family(OPENINFERENCE, matches=lambda data, source: span_records(data, source) is not None,
-                load=lambda data, source, trace_id: _load(parse_spans(span_records(data, source), source), source, trace_id),
+def _read(data, source: str, trace_id: Optional[str]) -> Loaded:
+    return _load(parse_spans(span_records(data, source), source), source, trace_id)
+
+
+FAMILY = Family(OPENINFERENCE, matches=lambda data, source: span_records(data, source) is not None, load=_read,
                 traces=trace_ids)

@@ -13,6 +13,8 @@ from .values import as_str, attribute_pairs, dig, finish, first, put
 
 @dataclass
 class Span:
+    """One span as the mapping reads it, whatever shape it was exported in (``attrs`` fully nested)."""
+
     index: int
     trace_id: Optional[str]
     span_id: Optional[str]
@@ -30,6 +32,7 @@ _SPAN_FIELDS = ("span_kind", "spanKind", "context.span_id", "context.trace_id", 
 
 
 def is_span(obj) -> bool:
+    """An OpenInference span in any export shape (and never a ctxcore candidate)."""
     if not isinstance(obj, dict) or "text" in obj or "candidates" in obj:
         return False
     if any(k in obj for k in _SPAN_FIELDS):
@@ -151,7 +154,7 @@ def parse_spans(records: list, source: str) -> list[Span]:
             trace_id=as_str(first(ctx.get("trace_id"), ctx.get("traceId"), top.get("trace_id"), top.get("traceId"))),
             span_id=as_str(first(ctx.get("span_id"), ctx.get("spanId"), top.get("span_id"), top.get("spanId"))),
             parent_id=as_str(first(top.get("parent_id"), top.get("parentId"), top.get("parent_span_id"),
-                                  top.get("parentSpanId"))),
+                                   top.get("parentSpanId"))),
             name=str(first(top.get("name"), kind.lower(), f"span {i + 1}")),
             kind=kind,
             start=first(top.get("start_time"), top.get("startTime"), top.get("startTimeUnixNano")),
