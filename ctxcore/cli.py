@@ -13,8 +13,10 @@ from typing import Optional
 from .answer import check_answer
 from .errors import BuildError, InputError
 from .explain import explain_text, findings
-from .loaders import load, parse_json
+from .formats import load_file
+from .loaders import load
 from .pipeline import evidence_cost
+from .reading import decode, parse_json
 from .records import PRESETS, Trace
 from .schema import trace_schema
 from .serialize import dumps
@@ -148,8 +150,6 @@ def _settings_file(path: Optional[str]) -> dict:
 def _trace(args):
     """The trace to look at: a saved trace as it was, else a build under the file's settings and the flags."""
     if args.trace_id:
-        from .importers import load_file
-
         loaded = load_file(args.input, trace_id=args.trace_id)
     else:
         loaded = load(args.input)
@@ -219,8 +219,6 @@ def run(argv=None, out=sys.stdout) -> int:
 
 
 def _read_answer(path: str) -> str:
-    from .loaders import decode
-
     try:
         with open(path, "rb") as f:
             return decode(f.read(), path)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Optional, Union
 
 from .errors import InputError
+from .serialize import dumps, trace_to_dict
 from .settings import check as check_settings
 
 FORMAT = "ctxcore.trace/1"
@@ -309,18 +310,14 @@ class Trace:
         return counts
 
     def to_dict(self) -> dict:
-        return _serialize().trace_to_dict(self)
+        return trace_to_dict(self)
 
     def to_json(self) -> str:
-        return _serialize().dumps(self.to_dict())
+        return dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str | bytes, *, source: str = "trace") -> "Trace":
-        return _serialize().trace_from_json(text, source=source)
+        from .tracefile import trace_from_json  # late import: the one allowed cycle (records <-> tracefile)
 
+        return trace_from_json(text, source=source)
 
-def _serialize():
-    """The io module that writes and reads traces; records are data, io sits above them."""
-    from . import serialize  # late import: the one allowed cycle (records <-> serialize)
-
-    return serialize

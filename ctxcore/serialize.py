@@ -1,15 +1,13 @@
-"""Trace <-> JSON. Field order is fixed and floats print the same everywhere, so the
-same build gives the same bytes in any process."""
+"""Trace -> JSON, write-only. Field order is fixed and floats print the same everywhere, so the
+same build gives the same bytes in any process. It imports nothing from records (it reads the
+records' fields generically), so ``Trace.to_json`` calling it closes no cycle; reading a trace
+back is :mod:`ctxcore.tracefile`."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 from typing import Any
-
-from .errors import InputError
-from .records import (FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo,
-                      Trace, TraceWarning)
 
 
 def dumps(obj: Any) -> str:
@@ -26,26 +24,18 @@ def _compact(record, keep=()) -> dict:
     return out
 
 
-def candidate_to_dict(c: Candidate) -> dict:
+def candidate_to_dict(c) -> dict:
+    """A ``records.Candidate`` without its empty optional fields."""
     return _compact(c, keep=("id", "text", "score"))
 
 
 def warning_to_dict(w) -> dict:
-    w = TraceWarning.of(w)
-    return {"kind": w.kind, "ids": list(w.ids), "message": str(w)}
+    """A warning as {kind, ids, message}; a plain message is kind ``note``."""
+    return {"kind": getattr(w, "kind", "note"), "ids": list(getattr(w, "ids", ())), "message": str(w)}
 
 
-def warning_from(value, source: str, where: str) -> TraceWarning:
-    """A warning as a trace stores it: {kind, ids, message}, or a plain message (older traces)."""
-    if isinstance(value, str):
-        return TraceWarning(value)
-    if (isinstance(value, dict) and isinstance(value.get("message"), str) and isinstance(value.get("kind", ""), str)
-            and isinstance(value.get("ids", []), list) and all(isinstance(i, str) for i in value.get("ids", []))):
-        return TraceWarning(value["message"], value.get("kind") or "note", value.get("ids", []))
-    raise InputError("must be a warning: {kind, ids, message}", source=source, field=where)
-
-
-def trace_to_dict(t: Trace) -> dict:
+def trace_to_dict(t) -> dict:
+    """A ``records.Trace`` as the JSON object of the trace contract, fields in contract order."""
     return {
         "format": t.format,
         "query": t.query,
@@ -61,64 +51,3 @@ def trace_to_dict(t: Trace) -> dict:
         "inputs": {**dataclasses.asdict(t.inputs), "tools": list(t.inputs.tools),
                    "history": list(t.inputs.history)},
     }
-
-
-def _record(cls, data, source, where):
-    if not isinstance(data, dict):
-        raise InputError(f"{where} must be an object", source=source, field=where)
-    names = {f.name for f in dataclasses.fields(cls)}
-    try:
-        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names})
-    except TypeError as err:
-        raise InputError(f"{where} is incomplete or malformed ({err})", source=source, field=where) from None
-
-
-def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        found = data.get("format") if isinstance(data, dict) else None
-        raise InputError(f"not a {FORMAT} trace (format is {found!r})", source=source, field="format")
-    for key in ("query", "config", "budget", "candidates", "decisions", "prompt"):
-        if key not in data:
-            raise InputError("missing from the trace", source=source, field=key)
-    from .loaders import candidates_from_objects
-
-    for key in ("candidates", "decisions"):
-        if not isinstance(data[key], list):
-            raise InputError("must be a list", source=source, field=key)
-    candidates = candidates_from_objects(data["candidates"], source=source, field="candidates")
-    decisions = tuple(_record(Decision, d, source, f"decisions[{i}]") for i, d in enumerate(data["decisions"]))
-    ids = [c.id for c in candidates]
-    if sorted(ids) != sorted(d.id for d in decisions):
-        raise InputError("the decisions do not name the same ids as the candidates", source=source,
-                         field="decisions")
-    inputs = data.get("inputs") or {}
-    return Trace(
-        query=data["query"],
-        config=Config.from_dict(data["config"], source=source),
-        tokenizer=_record(TokenizerInfo, data.get("tokenizer", {"encoding": "?", "exact": False}), source, "tokenizer"),
-        budget=_record(Budget, data["budget"], source, "budget"),
-        candidates=candidates,
-        decisions=decisions,
-        blocks=tuple(_record(Block, {k: v for k, v in b.items() if k != "tokens"}, source, f"blocks[{i}]")
-                     for i, b in enumerate(data.get("blocks", []))),
-        prompt=_record(Prompt, data["prompt"], source, "prompt"),
-        warnings=_warnings(data.get("warnings", []), source),
-        abstain=bool(data.get("abstain", False)),
-        inputs=Inputs(system=inputs.get("system", ""), instructions=inputs.get("instructions", ""),
-                      schema=inputs.get("schema", ""), tools=tuple(inputs.get("tools", ())),
-                      history=tuple(inputs.get("history", ()))),
-    )
-
-
-def _warnings(value, source: str) -> tuple[TraceWarning, ...]:
-    if not isinstance(value, list):
-        raise InputError("must be a list of warnings", source=source, field="warnings")
-    return tuple(warning_from(w, source, f"warnings[{i}]") for i, w in enumerate(value))
-
-
-def trace_from_json(text, *, source: str = "trace") -> Trace:
-    from .loaders import parse_json
-
-    return trace_from_dict(parse_json(text, source), source=source)
-
-

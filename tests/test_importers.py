@@ -1,8 +1,8 @@
 """Logged traces from other tools (OpenInference / Arize Phoenix, Langfuse) read as ctxcore input.
 
 Most tests go through ``ctxcore.load`` so the loader wiring is proven. JSON *arrays* of spans only
-reach the importer once ``loaders.from_object`` calls ``importers.detect_any`` for lists: those cases
-are tested through ``importers.detect_any`` directly, and their ``load`` twins are marked
+reach the formats once ``loaders.from_object`` calls ``formats.detect_any`` for lists: those cases
+are tested through ``formats.detect_any`` directly, and their ``load`` twins are marked
 ``needs_wiring`` (skipped until the wiring exists, then they run).
 """
 
@@ -16,7 +16,7 @@ from datetime import datetime
 
 import pytest
 
-from ctxcore import Config, InputError, importers, load, loads, loaders, rank_order
+from ctxcore import Config, InputError, formats, load, loads, loaders, rank_order
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "fixtures", "traces")
@@ -51,7 +51,7 @@ def _wired() -> bool:
         return False
 
 
-needs_wiring = pytest.mark.skipif(not _wired(), reason="needs loaders.from_object to call importers.detect_any "
+needs_wiring = pytest.mark.skipif(not _wired(), reason="needs loaders.from_object to call formats.detect_any "
                                                        "for JSON arrays (see the importer report)")
 
 
@@ -216,7 +216,7 @@ def test_flattened_and_nested_shapes_parse_to_the_same_candidates(tmp_path, shap
 
 
 def test_unflatten_merges_flat_keys_into_nested_values():
-    attrs = importers.unflatten({
+    attrs = formats.unflatten({
         "retrieval.documents": [{"document.content": "A"}],
         "retrieval.documents.0.document.score": 0.5,
         "retrieval.documents.1.document.content": "B",
@@ -257,7 +257,7 @@ def _check_reranked(got):
 
 
 def test_reranker_scores_are_used_for_ranking():
-    _check_reranked(importers.detect_any(read_json(NESTED), NESTED))
+    _check_reranked(formats.detect_any(read_json(NESTED), NESTED))
 
 
 @needs_wiring
@@ -310,15 +310,15 @@ def test_several_traces_default_to_the_first_with_documents_and_can_be_chosen():
     assert ids(got) == ["kb-112#0", "kb-207#1", "kb-118#0"]
 
     items = read_jsonl(MULTI)
-    assert importers.openinference_traces(items) == [TRACE_A, TRACE_B]
-    other = importers.load_trace(items, MULTI, trace_id=TRACE_B)
+    assert formats.openinference_traces(items) == [TRACE_A, TRACE_B]
+    other = formats.load_trace(items, MULTI, trace_id=TRACE_B)
     assert other.extra["logged"]["trace_id"] == TRACE_B
     assert ids(other) == ["kb-207#2", "kb-207#1"] and other.query.startswith("Can the customer keep a cracked")
     assert f"file holds 2 traces; showing {TRACE_B}" in other.warnings
-    assert importers.load_file(MULTI, trace_id=TRACE_B).candidates == other.candidates
+    assert formats.load_file(MULTI, trace_id=TRACE_B).candidates == other.candidates
 
     with pytest.raises(InputError) as err:
-        importers.load_trace(items, MULTI, trace_id="feedface")
+        formats.load_trace(items, MULTI, trace_id="feedface")
     assert err.value.field == "trace_id"
     assert f"trace 'feedface' is not in the file; it holds: {TRACE_A}, {TRACE_B}" in str(err.value)
 
@@ -338,7 +338,7 @@ NO_RETRIEVER_MESSAGE = ("no RETRIEVER or RERANKER span with documents; found spa
 
 def test_no_retriever_span_is_a_clear_error():
     with pytest.raises(InputError) as err:
-        importers.detect_any(read_json(NO_RETRIEVER), NO_RETRIEVER)
+        formats.detect_any(read_json(NO_RETRIEVER), NO_RETRIEVER)
     assert str(err.value) == f"{NO_RETRIEVER}: {NO_RETRIEVER_MESSAGE}"
 
 
@@ -360,7 +360,7 @@ def test_no_retriever_span_is_a_clear_error_end_to_end():
 def test_a_chosen_trace_without_retrieval_names_it(tmp_path):
     items = read_json(NO_RETRIEVER) + read_jsonl(MULTI)
     with pytest.raises(InputError) as err:
-        importers.load_trace(items, "mixed", trace_id="5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c")
+        formats.load_trace(items, "mixed", trace_id="5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c")
     assert "with documents in trace 5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c; found span kinds: LLM, CHAIN" in str(err.value)
 
 
@@ -390,7 +390,7 @@ def test_repeated_and_missing_document_ids_become_unique():
 
 
 def test_truncated_prompt_keeps_every_retrieved_document():
-    got = importers.detect_any(read_json(TRUNCATED), TRUNCATED)
+    got = formats.detect_any(read_json(TRUNCATED), TRUNCATED)
     assert ids(got) == ["kb-112#0", "kb-207#1", "kb-207#2", "kb-118#0"]
     prompt = got.extra["logged"]["prompt_text"]
     texts = {c.id: c.text for c in got.candidates}
@@ -551,7 +551,7 @@ IMPORTABLE = [FLAT, NESTED, NOSCORES, MULTI, TRUNCATED, LANGFUSE]
 
 @pytest.mark.parametrize("path", IMPORTABLE, ids=os.path.basename)
 def test_every_imported_file_builds_with_one_decision_per_document(path):
-    got = importers.load_file(path)
+    got = formats.load_file(path)
     for config in (got.settings(), got.settings(budget=60)):
         trace = got.build(config)
         assert [d.id for d in trace.decisions] == [c.id for c in got.candidates]
@@ -562,7 +562,7 @@ def test_every_imported_file_builds_with_one_decision_per_document(path):
 
 def test_candidates_are_the_same_through_load_and_load_file():
     for path in (FLAT, NOSCORES, MULTI, LANGFUSE):
-        assert load(path).candidates == importers.load_file(path).candidates
+        assert load(path).candidates == formats.load_file(path).candidates
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,11 +571,11 @@ def test_candidates_are_the_same_through_load_and_load_file():
 
 def test_plain_candidate_files_are_not_taken_for_traces(tmp_path):
     cands = [{"id": "a", "text": "alpha", "score": 0.5, "context": {"trace_id": "x"}}, {"text": "beta"}]
-    assert importers.detect({"query": "q", "candidates": cands}, "c.json") is None
-    assert importers.detect_any(cands, "c.json") is None
-    assert importers.detect_lines(cands, "c.jsonl") is None
-    assert importers.detect({"format": "ctxcore.trace/1"}, "t.json") is None
-    assert importers.openinference_traces(cands) == []
+    assert formats.detect({"query": "q", "candidates": cands}, "c.json") is None
+    assert formats.detect_any(cands, "c.json") is None
+    assert formats.detect_lines(cands, "c.jsonl") is None
+    assert formats.detect({"format": "ctxcore.trace/1"}, "t.json") is None
+    assert formats.openinference_traces(cands) == []
     p = tmp_path / "c.jsonl"
     p.write_text("".join(json.dumps(c) + "\n" for c in cands))
     got = load(p)
@@ -588,20 +588,20 @@ def test_an_object_that_is_neither_is_still_refused_by_the_loader():
     with pytest.raises(InputError, match="needs a 'candidates' list"):
         loads(json.dumps({"query": "q", "items": []}), "x.json")
     with pytest.raises(InputError, match="not a logged trace"):
-        importers.load_trace({"query": "q", "items": []}, "x.json")
+        formats.load_trace({"query": "q", "items": []}, "x.json")
 
 
 def test_the_importer_does_not_change_a_parsed_object():
     data = read_json(LANGFUSE)
     before = copy.deepcopy(data)
-    importers.detect(data, "t.json")
+    formats.detect(data, "t.json")
     spans = read_json(NESTED)
     before_spans = copy.deepcopy(spans)
-    importers.detect_any(spans, "s.json")
+    formats.detect_any(spans, "s.json")
     assert data == before and spans == before_spans
 
 
 def test_settings_from_an_import_are_valid_config():
     for path in IMPORTABLE:
-        got = importers.load_file(path)
+        got = formats.load_file(path)
         assert isinstance(got.settings(), Config)

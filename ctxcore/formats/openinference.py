@@ -1,0 +1,238 @@
+"""OpenInference (Arize Phoenix) traces mapped to ctxcore input: the retriever and reranker
+documents, the question, and what the LLM span shows was sent."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from ..errors import InputError
+from ..loaded import Loaded
+from ..records import Inputs
+from .documents import document, rank_documents
+from .family import Family, select_trace, to_loaded
+from .messages import content_text, count_docs_in, joined, query_from, request_parts, settings_from, text_of
+from .spans import Span, parse_spans, span_records
+from .values import as_int, as_str, dig, first, json_value, listing, outermost, time_order
+
+OPENINFERENCE = "openinference"
+
+
+def _retrieved(span: Span) -> list:
+    docs = dig(span.attrs, "retrieval", "documents")
+    return docs if isinstance(docs, list) else []
+
+
+def _reranked(span: Span, which: str) -> Optional[list]:
+    docs = dig(span.attrs, "reranker", which)
+    return docs if isinstance(docs, list) else None
+
+
+def _is_retriever(span: Span) -> bool:
+    return span.kind == "RETRIEVER" or bool(_retrieved(span))
+
+
+def _is_reranker(span: Span) -> bool:
+    return span.kind == "RERANKER" or dig(span.attrs, "reranker") is not None
+
+
+def _has_documents(span: Span) -> bool:
+    return bool(_retrieved(span) or _reranked(span, "output_documents") or _reranked(span, "input_documents"))
+
+
+def _load(spans: list[Span], source: str, trace_id: Optional[str]) -> Loaded:
+    for s in spans:
+        for path in (("retrieval", "documents"), ("reranker", "input_documents"), ("reranker", "output_documents")):
+            docs = dig(s.attrs, *path)
+            if docs is not None and not isinstance(docs, list):
+                raise InputError(f"{s.label()}: the documents must be a list (indexed 0, 1, 2, ...)",
+                                 source=source, field=".".join(path))
+    groups: dict = {}
+    for s in spans:
+        groups.setdefault(s.trace_id, []).append(s)
+    chosen = select_trace(groups, trace_id, lambda ss: any(
+        (_is_retriever(s) or _is_reranker(s)) and _has_documents(s) for s in ss), "trace", source)
+    trace = groups[chosen]
+    warnings: list[str] = []
+    unmapped: list[str] = []
+    ids = [t for t in groups if t is not None]
+    if len(groups) > 1:
+        warnings.append(f"file holds {len(groups)} traces; showing {chosen}")
+
+    ordered = time_order(trace, lambda s: s.start, lambda s: s.index)
+    place = {id(s): i for i, s in enumerate(ordered)}
+    by_id = {s.span_id: s for s in trace if s.span_id is not None}
+    retrievers = outermost([s for s in ordered if _is_retriever(s)], by_id, lambda s: s.parent_id)
+    rerankers = [s for s in ordered if _is_reranker(s)]
+    if not retrievers and not rerankers:
+        scope = trace if trace_id is not None else spans
+        kinds = list(dict.fromkeys(s.kind or "unknown" for s in scope))
+        where = f" in trace {chosen}" if trace_id is not None and len(groups) > 1 else ""
+        raise InputError(f"no RETRIEVER or RERANKER span with documents{where}; found span kinds: "
+                         f"{', '.join(kinds)} (without a retriever step there are no candidates to replay)",
+                         source=source)
+    with_docs = [s for s in retrievers if _retrieved(s)]
+    if len(with_docs) > 1:
+        warnings.append(f"{len(with_docs)} retriever spans: their documents are combined in time order")
+    for s in retrievers:
+        if not _retrieved(s):
+            warnings.append(f"the {s.label()} span holds no documents")
+
+    retrieved: list[dict] = []
+    for s in with_docs:
+        for j, item in enumerate(_retrieved(s)):
+            d = document(item, f"{s.name}.retrieval.documents[{j}]", source)
+            if len(with_docs) > 1:
+                d["metadata"].setdefault("span", s.name)
+            retrieved.append(d)
+    reranker = next((s for s in reversed(rerankers) if _reranked(s, "output_documents")), None)
+    reranker = reranker or next((s for s in reversed(rerankers) if _reranked(s, "input_documents")), None)
+    rer_in, rer_out, rer_info = [], None, None
+    if reranker is not None:
+        rer_in = [document(item, f"{reranker.name}.reranker.input_documents[{j}]", source)
+                  for j, item in enumerate(_reranked(reranker, "input_documents") or [])]
+        out_items = _reranked(reranker, "output_documents")
+        if out_items is not None:
+            rer_out = [document(item, f"{reranker.name}.reranker.output_documents[{j}]", source)
+                       for j, item in enumerate(out_items)]
+        else:
+            warnings.append(f"the {reranker.label()} span records no output documents: its input is ranked as "
+                            f"retrieved")
+            retrieved = retrieved or rer_in
+            rer_in = []
+        rer_info = {"span": reranker.name, "model": dig(reranker.attrs, "reranker", "model_name"),
+                    "top_k": dig(reranker.attrs, "reranker", "top_k")}
+    all_docs = retrieved + rer_in + (rer_out or [])
+
+    # the question
+    roots = [s for s in ordered if s.parent_id is None or s.parent_id not in by_id]
+    root = roots[0] if roots else (ordered[0] if ordered else None)
+    query_source = None
+    query = query_from(dig(reranker.attrs, "reranker", "query")) if reranker is not None else None
+    if query:
+        query_source = f"{reranker.name}: reranker.query"
+    for s in ([*with_docs, *retrievers, *([reranker] if reranker else [])] if not query else []):
+        query = query_from(dig(s.attrs, "input", "value"))
+        if query:
+            query_source = f"{s.name}: input.value"
+            break
+    if not query and root is not None:
+        query = query_from(dig(root.attrs, "input", "value"))
+        query_source = f"{root.name}: input.value" if query else None
+
+    # what was sent and received
+    llms = [s for s in ordered if s.kind == "LLM"]
+    prompts = {id(s): _oi_prompt(s) for s in llms}
+    llm = max(llms, key=lambda s: (count_docs_in(prompts[id(s)][0], all_docs), place[id(s)]), default=None)
+    prompt_text = answer = model = prompt_tokens = None
+    inputs = Inputs()
+    config: dict = {}
+    if llm is not None:
+        prompt_text, messages = prompts[id(llm)]
+        answer = _oi_answer(llm)
+        attrs = llm.attrs
+        params = json_value(dig(attrs, "llm", "invocation_parameters"))
+        model = as_str(first(dig(attrs, "llm", "model_name"), dig(attrs, "llm", "response", "model_name"),
+                             dig(attrs, "llm", "request", "model_name"),
+                             params.get("model") if isinstance(params, dict) else None,
+                             params.get("model_name") if isinstance(params, dict) else None))
+        prompt_tokens = as_int(dig(attrs, "llm", "token_count", "prompt"))
+        config = settings_from(model, params, unmapped, warnings)
+        system, history = request_parts(messages, all_docs, unmapped)
+        tools = tuple(_oi_tool(t) for t in dig(attrs, "llm", "tools") or [] if _oi_tool(t))
+        inputs = Inputs(system=system, history=history, tools=tools)
+        if dig(attrs, "llm", "prompt_template", "template") is not None:
+            unmapped.append(f"the prompt template of the {llm.label()} span")
+        if prompt_text is None:
+            unmapped.append(f"the prompt of the {llm.label()} span (no llm.input_messages or llm.prompts)")
+    else:
+        unmapped.append("the prompt and answer (no LLM span in the trace)")
+    if answer is None and root is not None:
+        answer = text_of(dig(root.attrs, "output", "value"))
+
+    used = {id(s) for s in [*retrievers, *rerankers, *([llm] if llm else []), *([root] if root else [])]}
+    spare = [s.label() for s in ordered if id(s) not in used]
+    if spare:
+        unmapped.append(f"spans not used: {listing(spare)}")
+
+    docs = rank_documents(retrieved, rer_in, rer_out, warnings)
+    logged = {"prompt_text": prompt_text, "prompt_tokens": prompt_tokens, "answer": answer, "model": model,
+              "trace_id": chosen, "traces": ids, "unmapped": unmapped, "query_from": query_source,
+              "llm_span": llm.name if llm else None, "retriever_spans": [s.name for s in with_docs],
+              "reranker": rer_info}
+    return to_loaded(OPENINFERENCE, source, docs, query, inputs, config, logged, warnings)
+
+
+def _oi_messages(items) -> list[tuple[str, str]]:
+    out = []
+    for m in items if isinstance(items, list) else []:
+        if not isinstance(m, dict):
+            continue
+        msg = m.get("message", m) if isinstance(m.get("message", m), dict) else m
+        text = content_text(msg.get("content"))
+        if text is None:
+            text = content_text(msg.get("contents"))
+        if text is None:
+            calls = msg.get("tool_calls")
+            text = json.dumps(calls, ensure_ascii=False) if calls else ""
+        out.append((str(msg.get("role") or "user"), text))
+    return out
+
+
+def _oi_prompt(span: Span) -> tuple[Optional[str], list[tuple[str, str]]]:
+    messages = _oi_messages(dig(span.attrs, "llm", "input_messages"))
+    if messages:
+        return joined(messages), messages
+    prompts = dig(span.attrs, "llm", "prompts")
+    if isinstance(prompts, list) and prompts:
+        texts = [p if isinstance(p, str) else dig(p, "prompt", "text") for p in prompts]
+        texts = [t for t in texts if isinstance(t, str)]
+        if texts:
+            return "\n\n".join(texts), []
+    value = dig(span.attrs, "input", "value")
+    parsed = json_value(value)
+    if isinstance(parsed, dict) and isinstance(parsed.get("messages"), list):
+        messages = [(str(m.get("role") or "user"), content_text(m.get("content")) or "")
+                    for m in parsed["messages"] if isinstance(m, dict)]
+        return (joined(messages), messages) if messages else (None, [])
+    return (value, []) if isinstance(value, str) else (None, [])
+
+
+def _oi_answer(span: Span) -> Optional[str]:
+    messages = _oi_messages(dig(span.attrs, "llm", "output_messages"))
+    if messages:
+        return "\n\n".join(text for _, text in messages)
+    choices = dig(span.attrs, "llm", "choices")
+    if isinstance(choices, list):
+        texts = [dig(c, "completion", "text") for c in choices]
+        texts = [t for t in texts if isinstance(t, str)]
+        if texts:
+            return "\n\n".join(texts)
+    return text_of(dig(span.attrs, "output", "value"))
+
+
+def _oi_tool(item) -> Optional[str]:
+    tool = item.get("tool", item) if isinstance(item, dict) else item
+    if isinstance(tool, dict):
+        schema = tool.get("json_schema")
+        if isinstance(schema, str):
+            return schema
+        return json.dumps(schema if schema is not None else tool, ensure_ascii=False, indent=2)
+    return tool if isinstance(tool, str) else None
+
+
+def trace_ids(data) -> list[str]:
+    """The trace ids of the OpenInference spans in ``data``, in the order they first appear."""
+    records = span_records(data)
+    if records is None:
+        return []
+    spans = parse_spans(records, "input")
+    return [tid for tid in dict.fromkeys(s.trace_id for s in spans) if tid is not None]
+
+
+def _read(data, source: str, trace_id: Optional[str]) -> Loaded:
+    return _load(parse_spans(span_records(data, source), source), source, trace_id)
+
+
+FAMILY = Family(OPENINFERENCE, matches=lambda data, source: span_records(data, source) is not None, load=_read,
+                traces=trace_ids)

@@ -1,0 +1,78 @@
+"""Which family a parsed file belongs to, and the entry points the loaders call. Adding a format
+is one module with a ``FAMILY`` and one line in :data:`FAMILIES`."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from ..errors import InputError
+from ..loaded import Loaded
+from ..reading import decode, parse_text, too_big
+from . import langfuse, openinference
+from .family import Family
+
+FAMILIES: tuple[Family, ...] = (  # tried in this order; the first whose shape matches reads the file
+    langfuse.FAMILY,
+    openinference.FAMILY,
+)
+
+
+def _is_ctxcore(data) -> bool:
+    return isinstance(data, dict) and ("candidates" in data or "format" in data)
+
+
+def family_of(data, source: str = "input") -> Optional[Family]:
+    """The family whose shape ``data`` has, or None (a ctxcore input or trace is never one)."""
+    if _is_ctxcore(data):
+        return None
+    return next((f for f in FAMILIES if f.matches(data, source)), None)
+
+
+def detect(data, source: str = "input") -> Optional[Loaded]:
+    """A logged trace in a parsed JSON object, or None when the object is not one."""
+    if not isinstance(data, dict):
+        return None
+    return detect_any(data, source)
+
+
+def detect_any(data, source: str = "input") -> Optional[Loaded]:
+    """Like :func:`detect`, for any parsed JSON value (lists of spans or observations too)."""
+    family = family_of(data, source)
+    return family.load(data, source, None) if family is not None else None
+
+
+def detect_lines(items, source: str = "input") -> Optional[Loaded]:
+    """A logged trace in the parsed objects of a JSONL file, or None."""
+    return detect_any(list(items), source)
+
+
+def load_trace(data, source: str = "input", trace_id: Optional[str] = None) -> Loaded:
+    """Read a logged trace (OpenInference or Langfuse) from parsed JSON or the objects of a JSONL file.
+
+    ``trace_id`` picks one trace when the file holds several; by default the first one that
+    retrieved documents is shown.
+    """
+    if _is_ctxcore(data):
+        raise InputError("this is a ctxcore input file, not a logged trace", source=source)
+    family = family_of(data, source)
+    if family is None:
+        raise InputError("not a logged trace: expected OpenInference spans (Arize Phoenix export) or a Langfuse "
+                         "trace with observations", source=source)
+    return family.load(data, source, trace_id)
+
+
+def load_file(path, trace_id: Optional[str] = None, name: Optional[str] = None) -> Loaded:
+    """Read a logged trace file (JSON or JSONL; a path or its bytes), choosing ``trace_id`` when it
+    holds several."""
+    if isinstance(path, (bytes, bytearray)):
+        source, raw = name or "input", bytes(path)
+    else:
+        source = name or os.fspath(path)
+        try:
+            too_big(os.path.getsize(path), source)
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError as err:
+            raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
+    return load_trace(parse_text(decode(raw, source), source), source, trace_id)

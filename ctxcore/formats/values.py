@@ -1,0 +1,249 @@
+"""Attribute values as logged: every accepted shape (flattened keys, semantic-convention keys,
+fully nested objects, OTLP key/value lists, JSON strings) becomes one nested shape, and small
+readers turn loose values (numbers as strings, floats for ints) into what the mapping needs."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from datetime import datetime, timezone
+from typing import Optional
+
+
+_OPAQUE = frozenset({"metadata", "invocation_parameters", "variables", "parameters", "json_schema",
+                     "modelParameters", "usageDetails", "costDetails"})
+
+
+class _Raw:
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _segment(part: str):
+    return int(part) if part.isascii() and part.isdigit() else part
+
+
+def _tree(value, name: Optional[str] = None):
+    if name in _OPAQUE:
+        return _Raw(value)
+    if isinstance(value, dict):
+        node: dict = {}
+        for key, v in value.items():
+            put(node, str(key).split("."), v)
+        return node
+    if isinstance(value, list) and value:
+        return {i: _tree(v) for i, v in enumerate(value)}
+    return value
+
+
+def put(node: dict, parts: list, value) -> None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return  # pandas writes absent columns as null/NaN
+    for part in parts[:-1]:
+        key = _segment(part)
+        nxt = node.get(key)
+        if not isinstance(nxt, dict):
+            nxt = node[key] = {}
+        node = nxt
+    key, new = _segment(parts[-1]), _tree(value, parts[-1])
+    if isinstance(node.get(key), dict) and isinstance(new, dict):
+        _merge(node[key], new)
+    else:
+        node[key] = new
+
+
+def _merge(a: dict, b: dict) -> None:
+    for key, v in b.items():
+        if isinstance(a.get(key), dict) and isinstance(v, dict):
+            _merge(a[key], v)
+        else:
+            a[key] = v
+
+
+def finish(node):
+    if isinstance(node, _Raw):
+        return node.value
+    if isinstance(node, dict):
+        if node and all(isinstance(k, int) for k in node):
+            return [finish(node[k]) for k in sorted(node)]
+        return {str(k): finish(v) for k, v in node.items()}
+    return node
+
+
+def unflatten(pairs) -> dict:
+    """One nested shape for flattened, partly nested or nested attributes.
+
+    Keys are split at dots, digit segments index lists, and nested objects are split too,
+    except free-form values such as ``document.metadata``.
+
+    >>> unflatten({"retrieval.documents.0.document.content": "A", "retrieval.documents.1.document.id": 7})
+    {'retrieval': {'documents': [{'document': {'content': 'A'}}, {'document': {'id': 7}}]}}
+    >>> unflatten({"retrieval.documents": [{"document.content": "A", "document.metadata": {"a.b": 1}}]})
+    {'retrieval': {'documents': [{'document': {'content': 'A', 'metadata': {'a.b': 1}}}]}}
+    """
+    node: dict = {}
+    for key, value in (pairs.items() if isinstance(pairs, dict) else pairs):
+        put(node, str(key).split("."), value)
+    out = finish(node)
+    return out if isinstance(out, dict) else {}
+
+
+def dig(obj, *path):
+    for key in path:
+        if isinstance(obj, dict):
+            obj = obj.get(key)
+        elif isinstance(obj, list) and isinstance(key, int) and -len(obj) <= key < len(obj):
+            obj = obj[key]
+        else:
+            return None
+    return obj
+
+
+def _any_value(v):
+    """An OTLP JSON AnyValue as a plain value."""
+    if not isinstance(v, dict):
+        return v
+    for key in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
+        if key in v:
+            return v[key]
+    if "intValue" in v:
+        try:
+            return int(v["intValue"])
+        except (TypeError, ValueError):
+            return v["intValue"]
+    if "arrayValue" in v:
+        return [_any_value(x) for x in (v["arrayValue"] or {}).get("values") or []]
+    if "kvlistValue" in v:
+        return {kv.get("key"): _any_value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values") or []}
+    return None
+
+
+def attribute_pairs(value) -> list:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    if isinstance(value, dict):
+        return list(value.items())
+    if isinstance(value, list):
+        return [(a["key"], _any_value(a.get("value"))) for a in value if isinstance(a, dict) and "key" in a]
+    return []
+
+
+def first(*values):
+    for v in values:
+        if v is not None and v != "":
+            return v
+    return None
+
+
+def as_str(v) -> Optional[str]:
+    if v is None or v == "" or isinstance(v, bool):
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return str(v)
+
+
+def as_number(v) -> Optional[float]:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, str):
+        try:
+            v = float(v)
+        except ValueError:
+            return None
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def as_int(v) -> Optional[int]:
+    n = as_number(v)
+    return int(n) if n is not None and n.is_integer() and n >= 0 else None
+
+
+def json_value(v, literal: bool = False):
+    """A JSON string parsed (with ``literal``, a Python literal too); other values unchanged."""
+    if isinstance(v, str) and v.strip()[:1] in ("{", "["):
+        try:
+            return json.loads(v)
+        except (ValueError, RecursionError):
+            if literal and len(v) < 100_000:
+                try:
+                    return ast.literal_eval(v)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    pass
+    return v
+
+
+def squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def snippet(text: str) -> str:
+    return squash(text)[:80]
+
+
+def _timestamp(v) -> Optional[float]:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        s = v.strip()
+        if re.fullmatch(r"\d+(\.\d+)?", s):
+            return float(s)
+        try:
+            dt = datetime.fromisoformat(s.replace("Z", "+00:00").replace(" ", "T", 1))
+        except ValueError:
+            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return dt.timestamp()
+    return None
+
+
+def time_order(items: list, start, index) -> list:
+    """``items`` by start time when every one has a readable time, else in file order."""
+    times = [_timestamp(start(x)) for x in items]
+    if all(t is not None for t in times):
+        return [x for _, x in sorted(zip(times, items), key=lambda tx: (tx[0], index(tx[1])))]
+    return sorted(items, key=index)
+
+
+def listing(items: list[str], most: int = 8) -> str:
+    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def outermost(members: list, by_id: dict, parent_of) -> list:
+    """``members`` without those nested under another member. Linear: each ancestor chain is
+    walked once and remembered, however many members sit below it."""
+    member = {id(m) for m in members}
+    above: dict = {}  # id(node) -> a member (or a parent cycle) sits above it
+    out = []
+    for m in members:
+        path, seen, node = [], set(), by_id.get(parent_of(m))
+        while True:
+            if node is None:
+                nested = False
+                break
+            if id(node) in member or id(node) in seen:  # a cycle never reaches a root: nested, as a member
+                nested = True
+                break
+            if id(node) in above:
+                nested = above[id(node)]
+                break
+            seen.add(id(node))
+            path.append(node)
+            node = by_id.get(parent_of(node))
+        for n in path:
+            above[id(n)] = nested
+        if not nested:
+            out.append(m)
+    return out
