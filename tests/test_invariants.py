@@ -83,8 +83,9 @@ VARIANTS = BASES + [b.replace("five", "5") for b in BASES[:1]] + [b + " See the 
     + [b.replace("Refunds", "Returns") for b in BASES[:2]]
 WORDS = "refund approval days team lead order warranty shipping free policy manager within above".split()
 
+VOCABULARY = WORDS + [f"term{i}" for i in range(200)]  # wide enough that random texts are rarely near copies
 texts = st.one_of(st.sampled_from(VARIANTS),
-                  st.lists(st.sampled_from(WORDS), min_size=3, max_size=60).map(" ".join))
+                  st.lists(st.sampled_from(VOCABULARY), min_size=3, max_size=80).map(" ".join))
 candidate = st.fixed_dictionaries({
     "text": texts,
     "score": st.sampled_from([None, 0.2, 0.5, 0.5, 0.7, 0.9, 0.95]),
@@ -107,6 +108,20 @@ configs = st.builds(
     select=st.sampled_from(["score", "density", "mmr"]), order=st.sampled_from(["rank", "sandwich", "document",
                                                                                   "original"]),
     max_passages=st.sampled_from([None, None, 2]))
+# for the final trim: a direct docs budget far over what the window leaves, so select keeps more than
+# the assembled prompt can hold
+long_texts = st.lists(st.sampled_from(VOCABULARY), min_size=60, max_size=160).map(" ".join)
+trim_candidates = st.lists(st.fixed_dictionaries({
+    "text": st.one_of(st.sampled_from(VARIANTS), long_texts, long_texts),
+    "score": st.sampled_from([None, 0.2, 0.5, 0.5, 0.7, 0.9, 0.95]),
+    "doc_id": st.sampled_from([None, "p", "q"]), "chunk_index": st.sampled_from([None, 0, 1, 2]),
+    "trust": st.sampled_from(["retrieved", "retrieved", "user"]),
+}), min_size=3, max_size=12).map(lambda items: [Candidate(f"c{i}", **item) for i, item in enumerate(items)])
+trim_configs = st.builds(
+    Config, window=st.integers(450, 900), max_output=st.integers(0, 100), budget=st.integers(600, 4000),
+    history_share=st.sampled_from([0.0, 0.2, 0.5]), near_dup=st.sampled_from([None, 0.8]),
+    merge_adjacent=st.booleans(), select=st.sampled_from(["score", "density", "mmr"]),
+    order=st.sampled_from(["rank", "sandwich", "original"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +226,7 @@ def test_a_chunk_is_stale_only_when_strictly_older_than_the_newest_present(cands
 
 
 @SETTINGS
-@given(candidates, configs, histories)
+@given(st.one_of(trim_candidates, candidates), st.one_of(trim_configs, configs), histories)
 def test_the_final_trim_drops_only_passages_ranked_below_every_kept_one(cands, config, history):
     check_final_trim(build(cands, QUERY, config, Inputs(history=history)))
 
