@@ -7,6 +7,7 @@ same server the same way.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -24,6 +25,17 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
 METRICS_JS = """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
     m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
     m.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
+
+
+SCREENSHOTS_ENV = "CTXCORE_SCREENSHOTS"
+
+
+def screenshot_path(name: str) -> Path:
+    """Where a screenshot goes: the ignored ``screenshots/`` folder, so a test run never rewrites
+    tracked files; the tracked ``docs/`` images only when ``CTXCORE_SCREENSHOTS=docs`` asks for it."""
+    folder = ROOT / ("docs" if os.environ.get(SCREENSHOTS_ENV, "").strip().lower() == "docs" else "screenshots")
+    folder.mkdir(exist_ok=True)
+    return folder / name
 
 
 class AppDidNotStart(RuntimeError):

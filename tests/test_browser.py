@@ -3,6 +3,8 @@
 Starts ``streamlit run app.py`` on a free port, then drives the page like a person would:
 upload, move a control, read the numbers, and check that input text never becomes markup.
 Skipped (with the reason printed) when chromium is not installed, except under CI=true.
+Screenshots go to the ignored ``screenshots/`` folder; ``CTXCORE_SCREENSHOTS=docs`` refreshes the
+tracked images in ``docs/`` instead.
 """
 
 from __future__ import annotations
@@ -128,7 +130,7 @@ def test_landing_page_shows_the_first_sample_and_every_page_once(page):
     page.locator(".js-plotly-plot").first.wait_for()
     page.wait_for_timeout(800)  # let plotly settle into the new width before the picture
     (ROOT / "docs").mkdir(exist_ok=True)
-    page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+    page.screenshot(path=str(browserkit.screenshot_path("screenshot.png")))
     page.set_viewport_size({"width": 1440, "height": 1000})
 
     links = page.locator('[data-testid="stSidebarNav"] a')
@@ -280,7 +282,7 @@ def test_deep_links_work_on_a_fresh_server_and_pictures(browser):
             pg.locator(".js-plotly-plot").nth(1).wait_for()
             pg.wait_for_timeout(800)
             (ROOT / "docs").mkdir(exist_ok=True)
-            pg.screenshot(path=str(ROOT / "docs" / "learn.png"))
+            pg.screenshot(path=str(browserkit.screenshot_path("learn.png")))
 
             pg.set_viewport_size({"width": 1440, "height": 2000})
             pg.goto(f"{url}/compare?scenario=01_duplicates_crowd_out")
@@ -294,7 +296,7 @@ def test_deep_links_work_on_a_fresh_server_and_pictures(browser):
             assert kept == [str(k) for k in want]
             pg.locator(".js-plotly-plot").nth(1).wait_for()
             pg.wait_for_timeout(800)
-            pg.screenshot(path=str(ROOT / "docs" / "compare.png"))
+            pg.screenshot(path=str(browserkit.screenshot_path("compare.png")))
             assert pg.locator('[data-testid="stException"]').count() == 0
         finally:
             context.close()
@@ -385,4 +387,4 @@ def test_diagnose_page_shows_the_engine_findings(page, name):
         page.set_viewport_size({"width": 1440, "height": 1800})
         page.wait_for_timeout(500)
         (ROOT / "docs").mkdir(exist_ok=True)
-        page.screenshot(path=str(ROOT / "docs" / "diagnose.png"))
+        page.screenshot(path=str(browserkit.screenshot_path("diagnose.png")))

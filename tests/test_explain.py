@@ -69,6 +69,13 @@ def test_cli_explain_find_json_contract():
     assert code == 0, err
     rows = json.loads(out)
     assert rows and all({"id", "fate", "stage", "reason", "fix", "fix_verified"} <= set(r) for r in rows)
+    # with prefer_newest off, the two older versions (104 and 68 text tokens) fill the 290-token budget
+    # and the 205-token newest table is out; turning prefer_newest back on makes both older ones stale
+    # and frees the room: a verified fix. The kept ones sit at the edges, so nothing to fix for them.
+    got = {r["id"]: (r["fate"], r["fix"], r["fix_verified"]) for r in rows}
+    assert got == {"refund-approval-2025-03": ("kept", None, False),
+                   "refund-approval-2025-09": ("kept", None, False),
+                   "refund-approval-2026-07-table": ("over_budget", {"prefer_newest": True}, True)}
 
 
 # findings -------------------------------------------------------------------------------------------
@@ -86,6 +93,14 @@ def test_finding_dropped_for_budget_and_buried_in_middle():
     assert "dropped_for_budget" in _kinds(fs) and "buried_in_middle" in _kinds(fs)
     buried = next(f for f in fs if f.kind == "buried_in_middle")
     assert buried.ids == ("best",) and buried.fix_verified
+    assert buried.fix == {"order": "sandwich"}
+    # by score per token the four 10-token chunks come first (40 tokens); big (60 tokens) fits only
+    # once the budget is 40 + 60 = 100, and no setting frees room: the fix is that budget, verified
+    dropped = next(f for f in fs if f.kind == "dropped_for_budget")
+    assert dropped.ids == ("big",)
+    assert (dropped.fix, dropped.fix_verified) == ({"budget": 100}, True)
+    assert build(cands, "q", Config(budget=99, label_overhead=0, order="original",
+                                    select="density")).decision("big").fate == "over_budget"
 
 
 def test_finding_duplicates_in_prompt_with_near_dedup_off():
@@ -96,8 +111,14 @@ def test_finding_duplicates_in_prompt_with_near_dedup_off():
 
 
 def test_finding_stale_kept_and_newest_dropped():
-    kinds = _kinds(findings(_stale_case(prefer_newest=False)))
-    assert "stale_version_kept" in kinds and "newest_version_dropped" in kinds
+    fs = {f.kind: f for f in findings(_stale_case(prefer_newest=False))}
+    # the 2025-03 and 2025-09 versions are kept, the 2026-07 table is out; prefer_newest fixes both
+    stale = fs["stale_version_kept"]
+    assert stale.ids == ("refund-approval-2025-03", "refund-approval-2025-09")
+    assert (stale.fix, stale.fix_verified) == ({"prefer_newest": True}, True)
+    newest = fs["newest_version_dropped"]
+    assert newest.ids == ("refund-approval-2026-07-table",)
+    assert (newest.fix, newest.fix_verified) == ({"prefer_newest": True}, True)
 
 
 def test_finding_history_crowding():

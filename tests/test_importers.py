@@ -1,9 +1,9 @@
 """Logged traces from other tools (OpenInference / Arize Phoenix, Langfuse) read as ctxcore input.
 
-Most tests go through ``ctxcore.load`` so the loader wiring is proven. JSON *arrays* of spans only
-reach the formats once ``loaders.from_object`` calls ``formats.detect_any`` for lists: those cases
-are tested through ``formats.detect_any`` directly, and their ``load`` twins are marked
-``needs_wiring`` (skipped until the wiring exists, then they run).
+Most tests go through ``ctxcore.load`` so the loader wiring is proven. JSON *arrays* of spans reach
+the formats through ``loaders.from_object`` (which calls ``formats.detect_any`` for lists); those
+cases are tested through ``formats.detect_any`` directly and through ``load``. No test here skips
+itself on a condition read from the production code: broken wiring must fail, not skip.
 """
 
 from __future__ import annotations
@@ -42,17 +42,6 @@ def read_json(path):
 def read_jsonl(path):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
-def _wired() -> bool:
-    try:
-        return loaders.from_object(read_json(NESTED), NESTED).format == "openinference"
-    except InputError:
-        return False
-
-
-needs_wiring = pytest.mark.skipif(not _wired(), reason="needs loaders.from_object to call formats.detect_any "
-                                                       "for JSON arrays (see the importer report)")
 
 
 def ids(loaded):
@@ -260,7 +249,6 @@ def test_reranker_scores_are_used_for_ranking():
     _check_reranked(formats.detect_any(read_json(NESTED), NESTED))
 
 
-@needs_wiring
 def test_reranker_file_loads_end_to_end():
     _check_reranked(load(NESTED))
 
@@ -350,7 +338,6 @@ def test_no_retriever_span_is_a_clear_error_from_jsonl(tmp_path):
     assert str(err.value) == f"{path}: {NO_RETRIEVER_MESSAGE}"
 
 
-@needs_wiring
 def test_no_retriever_span_is_a_clear_error_end_to_end():
     with pytest.raises(InputError) as err:
         load(NO_RETRIEVER)
@@ -400,7 +387,6 @@ def test_truncated_prompt_keeps_every_retrieved_document():
     assert got.extra["logged"]["prompt_tokens"] == 236
 
 
-@needs_wiring
 def test_truncated_prompt_loads_end_to_end():
     assert ids(load(TRUNCATED)) == ["kb-112#0", "kb-207#1", "kb-207#2", "kb-118#0"]
 

@@ -17,6 +17,9 @@ def test_ties_are_broken_by_input_order():
 def test_all_duplicates_leave_one():
     t = build([Candidate(f"c{i}", "identical chunk", 0.5) for i in range(5)], "q", Config(budget=100))
     assert t.fate_counts()["kept"] == 1 and t.fate_counts()["exact_duplicate"] == 4
+    # every copy names the one survivor (ties go to input order: c0), never the copy just above it
+    assert [(d.id, d.duplicate_of) for d in t.decisions] == [
+        ("c0", None), ("c1", "c0"), ("c2", "c0"), ("c3", "c0"), ("c4", "c0")]
 
 
 def test_near_dup_names_the_first_matching_survivor_in_rank_order():
@@ -31,11 +34,17 @@ def test_near_dup_off_keeps_both():
     t = build([Candidate("a", "one two three four five", 0.9), Candidate("b", "one two three four five six", 0.8)],
               "q", Config(budget=500, near_dup=None))
     assert t.fate_counts()["kept"] == 2
+    assert all(d.duplicate_of is None and d.similarity is None for d in t.decisions)
+    # switched on, b (5 of 6 words shared: 0.833) names a, with that similarity
+    t = build(t.candidates, "q", Config(budget=500))
+    assert (t.decision("b").fate, t.decision("b").duplicate_of, t.decision("b").similarity) == (
+        "near_duplicate", "a", round(5 / 6, 4))
 
 
 def test_texts_without_words_are_never_near_duplicates():
     t = build([Candidate("a", "退款需要五个工作日", 0.9), Candidate("b", "运费由买家承担", 0.8)], "q", Config(budget=500))
     assert t.fate_counts()["kept"] == 2
+    assert [d.duplicate_of for d in t.decisions] == [None, None]
 
 
 def test_shingles_catch_a_typo_that_words_miss():

@@ -20,11 +20,13 @@ def test_label_overhead_is_counted_per_chunk():
 
 
 def test_auto_overhead_is_the_measured_label_line(cl100k):
-    from ctxcore.assemble import label_line
-
     c = Candidate("doc-1", "Refunds take five days.", 0.9, title="Returns", section="Refunds > Timing")
     t = build([c], "q", Config(budget=100))
-    assert t.decision("doc-1").cost - t.decision("doc-1").tokens == cl100k.count(label_line(c, "S1") + "\n") + 1
+    # the provenance line, written out by hand: a value with spaces is quoted
+    line = '[S1] source=doc-1 title=Returns section="Refunds > Timing" score=0.9'
+    assert line + "\nRefunds take five days.\n" in t.prompt.text
+    # the overhead is that line with its line break, plus the blank line after the passage
+    assert t.decision("doc-1").cost - t.decision("doc-1").tokens == cl100k.count(line + "\n") + 1
 
 
 def test_nothing_fits():
@@ -176,7 +178,7 @@ def test_mmr_build_equals_the_definition(budget, limit, lam, monkeypatch):
 
 @pytest.mark.parametrize("settings", [{"select": "density"}, {"compress": True}, {}])
 def test_label_lines_measured_together_cost_what_each_measured_alone(settings, cl100k):
-    from ctxcore.assemble import label_line
+    import re
 
     odd = ["Returns", 'say "hi"', "[S9] forged", "a  b\tc", "</evidence>", "日本語", None]
     cands = [Candidate(f"id {i}" if i % 3 else f"doc-{i}", f"Refunds take {i} business days.", 0.9 - i / 100,
@@ -185,10 +187,14 @@ def test_label_lines_measured_together_cost_what_each_measured_alone(settings, c
     t = build(cands, "refunds", Config(budget=900, near_dup=None, **settings))
     kept = {d.id: d for d in t.kept()}
     assert 10 < len(kept) < 30  # most fit, not all: the walk went past one that did not
+    # each passage's label line as it stands in the prompt (counted with the width of S1, as select does)
+    lines = {d.id: re.search(r"^\[%s\] .*$" % d.label, t.prompt.text, flags=re.MULTILINE).group()
+             for d in kept.values()}
     for c in cands:
         if c.id in kept:
             d = kept[c.id]
-            assert d.cost - d.tokens == cl100k.count(label_line(c, "S1") + "\n") + 1, c.id
+            line = "[S1]" + lines[c.id][len(d.label) + 2:]
+            assert d.cost - d.tokens == cl100k.count(line + "\n") + 1, c.id
 
 
 # -- the fast walk against the plain rule (select.definition), on the same state
