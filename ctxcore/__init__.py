@@ -10,14 +10,14 @@ from .budget import window_budget
 from .errors import BuildError, InputError
 from .loaders import Loaded, load, loads
 from .pipeline import STAGES, build, evidence_cost, rank_order
-from .records import (FATE_MEANINGS, FATES, FORMAT, PRESETS, Block, Budget, Candidate, Config, Decision, Inputs, Prompt,
+from .records import (FATE_MEANINGS, FATES, FORMAT, PRESETS, Block, Budget, Candidate, Config, Decision, Inputs, Logged, Prompt,
                       TokenizerInfo, Trace, TraceWarning)
 from .schema import trace_schema
 from .tokens import ENCODINGS, encoding_for_model, get_tokenizer
 
 __all__ = [
     "Block", "Budget", "BuildError", "Candidate", "Config", "Decision", "ENCODINGS", "FATES", "FATE_MEANINGS",
-    "FORMAT", "PRESETS", "Inputs", "InputError", "Loaded", "Prompt", "STAGES", "TokenizerInfo", "Trace", "TraceWarning", "build",
+    "FORMAT", "PRESETS", "Inputs", "InputError", "Logged", "Loaded", "Prompt", "STAGES", "TokenizerInfo", "Trace", "TraceWarning", "build",
     "encoding_for_model", "evidence_cost", "get_tokenizer", "load", "loads", "rank_order", "trace_schema",
     "window_budget",
 ]

@@ -17,7 +17,7 @@ from .formats import load_file
 from .loaders import load
 from .pipeline import evidence_cost
 from .reading import decode, parse_json
-from .records import PRESETS, Trace
+from .records import PRESETS, Logged, Trace
 from .schema import trace_schema
 from .serialize import dumps
 from .settings import SETTINGS
@@ -166,8 +166,9 @@ def _rows(rows: list[tuple], header: tuple) -> str:
                      for r in rows)
 
 
-def _logged(loaded) -> dict:
-    return loaded.extra.get("logged") or {}
+def _logged(loaded):
+    """The logged request of an imported trace (or of a saved trace that kept it); an empty one otherwise."""
+    return loaded.logged or (loaded.trace.logged if loaded.trace is not None else None) or Logged(loaded.format)
 
 
 def run(argv=None, out=sys.stdout) -> int:
@@ -181,10 +182,10 @@ def run(argv=None, out=sys.stdout) -> int:
         out.write(text + "\n")
         return 0
     if args.command == "check-answer":
-        answer = _read_answer(args.answer) if args.answer else _logged(loaded).get("answer")
+        answer = _read_answer(args.answer) if args.answer else _logged(loaded).answer
         if not answer:
             raise InputError("no answer given (--answer FILE) and none logged in the trace", source=args.input)
-        checks = check_answer(trace, answer, _logged(loaded).get("prompt_text"))
+        checks = check_answer(trace, answer, _logged(loaded).prompt_text)
         if args.format == "json":
             out.write(dumps([c.to_dict() for c in checks]) + "\n")
         else:
@@ -202,11 +203,11 @@ def run(argv=None, out=sys.stdout) -> int:
                               "yes" if e.fix_verified else "no", f"{e.note}. {e.reason}") for e in found],
                             ("id", "fate", "stage", "fix", "verified", "why")) + "\n")
         return 0
-    answer = _logged(loaded).get("answer")
-    result = findings(trace, answer_checks=check_answer(trace, answer, _logged(loaded).get("prompt_text"))
+    answer = _logged(loaded).answer
+    result = findings(trace, answer_checks=check_answer(trace, answer, _logged(loaded).prompt_text)
                       if answer else None,
-                      logged_prompt_tokens=_logged(loaded).get("prompt_tokens"),
-                      logged_prompt=_logged(loaded).get("prompt_text"))
+                      logged_prompt_tokens=_logged(loaded).prompt_tokens,
+                      logged_prompt=_logged(loaded).prompt_text)
     if args.format == "json":
         out.write(dumps([f.to_dict() for f in result]) + "\n")
     elif not result:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .pipeline import build
-from .records import Candidate, Config, Inputs, Trace
+from .records import Candidate, Config, Inputs, Logged, Trace
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Loaded:
     trace: Optional[Trace] = None
     extra: dict = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    logged: Optional[Logged] = None  # a logged trace's request, as sent
 
     def settings(self, **overrides) -> Config:
         """The file's settings with ``overrides`` on top."""
@@ -31,6 +32,7 @@ class Loaded:
     def build(self, config: Optional[Config] = None, query: Optional[str] = None) -> Trace:
         trace = build(self.candidates, self.query if query is None else query,
                       config or self.settings(), self.inputs)
-        if self.warnings:
-            trace = dataclasses.replace(trace, warnings=self.warnings + trace.warnings)
+        if self.warnings or self.logged is not None:
+            trace = dataclasses.replace(trace, warnings=self.warnings + trace.warnings,
+                                        logged=self.logged or trace.logged)
         return trace

@@ -277,6 +277,26 @@ class Prompt:
 
 
 @dataclass(frozen=True)
+class Logged:
+    """What a tracing tool logged for one run: the request that was actually sent, and its answer.
+
+    The evidence of what happened; a replay of the same candidates is the counterfactual."""
+
+    format: str                                   # the source format family (openinference, langfuse, ...)
+    trace_id: Optional[str] = None
+    model: Optional[str] = None
+    prompt_text: Optional[str] = None             # the prompt as sent: the LLM call's messages, joined
+    prompt_tokens: Optional[int] = None           # as the log counted them
+    answer: Optional[str] = None
+    traces: tuple[str, ...] = ()                  # every run id the file holds
+    unmapped: tuple[str, ...] = ()                # what the log held that was not read, in words
+    query_from: Optional[str] = None              # where the question was found
+    llm_span: Optional[str] = None
+    retriever_spans: tuple[str, ...] = ()
+    reranker: Optional[dict[str, Any]] = None     # {span, model, top_k} when a reranker ran
+
+
+@dataclass(frozen=True)
 class Trace:
     """Everything one build decided; serialises to the ctxcore.trace/1 JSON format."""
 
@@ -292,6 +312,7 @@ class Trace:
     abstain: bool = False
     inputs: Inputs = Inputs()
     format: str = FORMAT
+    logged: Optional[Logged] = None               # only for a trace imported from a tracing tool
 
     def decision(self, cid: str) -> Decision:
         for d in self.decisions:

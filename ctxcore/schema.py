@@ -6,7 +6,7 @@ import dataclasses
 import typing
 from typing import Any, Literal, Union
 
-from .records import FATE_MEANINGS, FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt, \
+from .records import FATE_MEANINGS, FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Logged, Prompt, \
     TokenizerInfo, Trace, TraceWarning, WARNING_KINDS
 
 _PRIMITIVES = {str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"},
@@ -47,7 +47,7 @@ def _object(cls, required=None) -> dict:
 def trace_schema() -> dict:
     """JSON Schema (2020-12) of the ``ctxcore.trace/1`` format."""
     defs = {cls.__name__: _object(cls) for cls in (Candidate, Decision, Config, Budget, Inputs, TokenizerInfo,
-                                                    Prompt)}
+                                                    Prompt, Logged)}
     block = _object(Block)
     block["properties"]["tokens"] = {"type": "integer", "description": "end_token - start_token"}
     defs["Block"] = block

@@ -50,4 +50,5 @@ def trace_to_dict(t) -> dict:
         "abstain": t.abstain,
         "inputs": {**dataclasses.asdict(t.inputs), "tools": list(t.inputs.tools),
                    "history": list(t.inputs.history)},
+        **({"logged": _compact(t.logged, keep=("format",))} if t.logged is not None else {}),
     }

@@ -9,7 +9,7 @@ from .errors import InputError
 from .reading import candidates as read_candidates
 from .reading import parse_json
 from .records import (FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo, Trace,
-                      TraceWarning)
+                      TraceWarning, Logged)
 
 
 def _record(cls, data, source, where):
@@ -50,6 +50,7 @@ def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
                      for i, b in enumerate(data.get("blocks", []))),
         prompt=_record(Prompt, data["prompt"], source, "prompt"),
         warnings=_warnings(data.get("warnings", []), source),
+        logged=_record(Logged, data["logged"], source, "logged") if data.get("logged") is not None else None,
         abstain=bool(data.get("abstain", False)),
         inputs=Inputs(system=inputs.get("system", ""), instructions=inputs.get("instructions", ""),
                       schema=inputs.get("schema", ""), tools=tuple(inputs.get("tools", ())),

@@ -9,7 +9,7 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
-from ctxcore import Loaded, Trace
+from ctxcore import Loaded, Logged, Trace
 from ctxcore.answer import check_answer
 from ctxcore.explain import explain_text, findings
 from ctxcore.reach import logged_vs_replay
@@ -17,10 +17,15 @@ from ctxcore.reach import logged_vs_replay
 SEVERITY = {3: "likely cause", 2: "worth fixing", 1: "note"}
 
 
+def logged_of(loaded: Loaded) -> Logged:
+    """The logged request: from the log, from a saved trace that kept it, or an empty one."""
+    saved = loaded.trace.logged if loaded.trace is not None else None
+    return loaded.logged or saved or Logged(loaded.format)
+
+
 def logged_prompt_text(loaded: Loaded) -> Optional[str]:
     """The prompt the logged trace says was sent (the log's own text, else a saved trace's prompt)."""
-    logged = loaded.extra.get("logged") or {}
-    return logged.get("prompt_text") or (loaded.trace.prompt.text if loaded.trace is not None else None)
+    return logged_of(loaded).prompt_text or (loaded.trace.prompt.text if loaded.trace is not None else None)
 
 
 @st.cache_data(show_spinner="Re-running the engine to verify each fix…", max_entries=32)
@@ -30,11 +35,10 @@ def _diagnose(key: str, config_json: str, query: str, answer: str, logged_tokens
                             logged_prompt=logged_prompt)
 
 
-def diagnose(key: str, trace: Trace, answer: str, logged: dict) -> tuple[list, list]:
+def diagnose(key: str, trace: Trace, answer: str, logged: Logged) -> tuple[list, list]:
     """(answer checks, findings) for this build and answer; cached by input, settings, query and answer."""
     config_json = json.dumps(trace.config.to_dict(), sort_keys=True)
-    return _diagnose(key, config_json, trace.query, answer, logged.get("prompt_tokens"), logged.get("prompt_text"),
-                     trace)
+    return _diagnose(key, config_json, trace.query, answer, logged.prompt_tokens, logged.prompt_text, trace)
 
 
 def explain_frame(trace: Trace, needle: str) -> pd.DataFrame:

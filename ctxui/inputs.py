@@ -95,11 +95,11 @@ def trace_picker() -> None:
     """When an uploaded log holds several traces, let the user choose the one to look at."""
     ss = st.session_state
     loaded, upload = ss.get("ctx.loaded"), ss.get("dbg.upload")
-    logged = (loaded.extra.get("logged") or {}) if loaded is not None else {}
-    traces = [t for t in logged.get("traces") or [] if isinstance(t, str)]
+    logged = loaded.logged if loaded is not None else None
+    traces = [t for t in (logged.traces if logged else ()) if isinstance(t, str)]
     if len(traces) < 2 or upload is None:
         return
-    current = logged.get("trace_id")
+    current = logged.trace_id
     choice = st.selectbox(f"This file logged {len(traces)} traces; showing", traces,
                           index=traces.index(current) if current in traces else 0,
                           key=f"dbg.trace.{ss.get('ctx.upload_id')}")

@@ -15,13 +15,13 @@ trace = ctxui.safe_build(st.session_state["ctx.key"], loaded, query)
 if trace is None:
     st.stop()
 
-logged = loaded.extra.get("logged") or {}
+logged = ctxui.logged_of(loaded)
 logged_prompt = ctxui.logged_prompt_text(loaded)
 for note in loaded.warnings:
     st.info(ctxui.md_escape(note), icon=":material/info:")
 
 answer = st.text_area("The model's answer (citations like [S2] are checked against the prompt)",
-                      value=logged.get("answer") or "", key=f"dx.answer.{st.session_state['ctx.key'][:16]}",
+                      value=logged.answer or "", key=f"dx.answer.{st.session_state['ctx.key'][:16]}",
                       height=110)
 
 checks, found = ctxui.diagnose(st.session_state["ctx.key"], trace, answer, logged)
@@ -62,7 +62,7 @@ if logged_prompt:
     st.dataframe(ctxui.replay_frame(trace, logged_prompt), hide_index=True, width="stretch")
     left, right = st.columns(2)
     with left:
-        tokens = logged.get("prompt_tokens")
+        tokens = logged.prompt_tokens
         st.caption("Logged prompt (what was sent)" + (f" · {tokens:,} tokens as logged" if tokens else ""))
         st.code(logged_prompt, language=None, wrap_lines=True, height=420)
     with right:

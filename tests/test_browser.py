@@ -320,12 +320,12 @@ def _engine_findings(path: Path):
     from ctxcore.explain import findings
 
     loaded = ctxcore.load(path.read_bytes(), name=path.name)
-    logged = loaded.extra.get("logged") or {}
+    logged = loaded.logged or ctxcore.Logged(loaded.format)
     trace = loaded.build(loaded.settings(), loaded.query)
-    answer = logged.get("answer") or ""
-    checks = check_answer(trace, answer, logged.get("prompt_text")) if answer.strip() else []
-    found = findings(trace, answer_checks=checks, logged_prompt_tokens=logged.get("prompt_tokens"),
-                     logged_prompt=logged.get("prompt_text"))
+    answer = logged.answer or ""
+    checks = check_answer(trace, answer, logged.prompt_text) if answer.strip() else []
+    found = findings(trace, answer_checks=checks, logged_prompt_tokens=logged.prompt_tokens,
+                     logged_prompt=logged.prompt_text)
     return loaded, logged, found
 
 
@@ -353,17 +353,17 @@ def test_diagnose_page_shows_the_engine_findings(page, name):
     wait_idle(page)
     upload(page, name, path.read_bytes())
     # the page shows the landing sample until the upload is processed: wait for this file's own state
-    if logged.get("answer"):
+    if logged.answer:
         page.wait_for_function("""a => [...document.querySelectorAll('[data-testid="stTextArea"] textarea')]
-                                            .some(t => t.value === a)""", arg=logged["answer"], timeout=WAIT)
-    logged_prompt = logged.get("prompt_text")
+                                            .some(t => t.value === a)""", arg=logged.answer, timeout=WAIT)
+    logged_prompt = logged.prompt_text
     assert logged_prompt, "the fixture logs its prompt"
     expect(page.locator("h3", has_text="Logged prompt versus replay")).to_be_visible(timeout=WAIT)
     first_line = next(line for line in logged_prompt.splitlines() if line.strip())
     expect(page.locator('[data-testid="stCode"] code', has_text=first_line.strip()).first).to_be_visible()
     wait_idle(page)
-    if logged.get("answer"):  # the previous input's answer box (another key) is gone once the run is over
-        expect(page.locator('[data-testid="stTextArea"] textarea')).to_have_value(logged["answer"])
+    if logged.answer:  # the previous input's answer box (another key) is gone once the run is over
+        expect(page.locator('[data-testid="stTextArea"] textarea')).to_have_value(logged.answer)
 
     expect(page.locator("h3", has_text="Findings")).to_be_visible()
     main = page.locator('[data-testid="stMain"]')

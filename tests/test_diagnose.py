@@ -110,13 +110,13 @@ def test_a_file_with_several_traces_lets_the_user_pick_one():
     from ctxcore import load
 
     at = _diagnose_page("phoenix_multi.jsonl")
-    traces = load(TRACES / "phoenix_multi.jsonl").extra["logged"]["traces"]
+    traces = load(TRACES / "phoenix_multi.jsonl").logged.traces
     picker = next(s for s in at.selectbox if s.label.startswith("This file logged 2 traces"))
     assert picker.value == traces[0]
     picker.set_value(traces[1])
     at.run()
     assert not at.exception
-    assert at.session_state["ctx.loaded"].extra["logged"]["trace_id"] == traces[1]
+    assert at.session_state["ctx.loaded"].logged.trace_id == traces[1]
     from ctxcore.formats import load_file
 
     second = load_file(TRACES / "phoenix_multi.jsonl", trace_id=traces[1])

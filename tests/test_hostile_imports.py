@@ -59,7 +59,7 @@ def test_100k_spans_in_one_trace_import_in_linear_time():
     took = time.perf_counter() - start
     print(f"\n[timing] 100,000 spans ({len(data) // 1024} KB): imported in {took:.2f}s")
     assert [c.id for c in loaded.candidates] == [f"kb-{j}" for j in range(5)]
-    assert loaded.extra["logged"]["llm_span"] == "llm 2"
+    assert loaded.logged.llm_span == "llm 2"
     assert "spans not used: TOOL 'tool 3'" in " ".join(loaded.warnings)
 
 

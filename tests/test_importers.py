@@ -70,15 +70,15 @@ def test_flat_jsonl_maps_documents_query_prompt_and_answer():
     assert got.settings().encoding == "o200k_base" and got.settings().max_output == 512
     assert got.inputs.system == SYSTEM and got.inputs.history == ()
 
-    logged = got.extra["logged"]
-    assert logged["prompt_text"].startswith(f"system: {SYSTEM}\n\nuser: Context:\n[1] Refund approval thresholds")
-    assert logged["prompt_text"].endswith(f"Question: {Q_REFUND}")
-    assert logged["prompt_tokens"] == 287 and logged["model"] == "gpt-4o-mini"
-    assert logged["answer"].startswith("Yes. A $450 refund is above the $200")
-    assert logged["trace_id"] == "4b1f0c2a9e6d4d0f8a7b3c2d1e0f9a8b"
-    assert logged["traces"] == ["4b1f0c2a9e6d4d0f8a7b3c2d1e0f9a8b"]
-    assert "spans not used: EMBEDDING 'embedding'" in logged["unmapped"]
-    assert "model parameters temperature" in logged["unmapped"]
+    logged = got.logged
+    assert logged.prompt_text.startswith(f"system: {SYSTEM}\n\nuser: Context:\n[1] Refund approval thresholds")
+    assert logged.prompt_text.endswith(f"Question: {Q_REFUND}")
+    assert logged.prompt_tokens == 287 and logged.model == "gpt-4o-mini"
+    assert logged.answer.startswith("Yes. A $450 refund is above the $200")
+    assert logged.trace_id == "4b1f0c2a9e6d4d0f8a7b3c2d1e0f9a8b"
+    assert list(logged.traces) == ["4b1f0c2a9e6d4d0f8a7b3c2d1e0f9a8b"]
+    assert "spans not used: EMBEDDING 'embedding'" in logged.unmapped
+    assert "model parameters temperature" in logged.unmapped
     assert any(w.startswith("not mapped from the openinference trace:") and "EMBEDDING" in w for w in got.warnings)
 
 
@@ -201,7 +201,7 @@ def test_flattened_and_nested_shapes_parse_to_the_same_candidates(tmp_path, shap
     assert got.format == "openinference"
     assert got.candidates == reference.candidates
     assert (got.query, got.inputs, got.config) == (reference.query, reference.inputs, reference.config)
-    assert got.extra["logged"] == reference.extra["logged"]
+    assert got.logged == reference.logged
 
 
 def test_unflatten_merges_flat_keys_into_nested_values():
@@ -233,9 +233,9 @@ def _check_reranked(got):
     assert "reranker_rank" not in dropped
     assert any("the reranker dropped 1 of 4 documents" in w for w in got.warnings)
     assert got.query.startswith("A customer's lamp arrived with a broken shade")
-    assert got.extra["logged"]["query_from"] == "rerank: reranker.query"
-    assert got.extra["logged"]["reranker"] == {"span": "rerank", "model": "rerank-english-v3.0", "top_k": 3}
-    assert got.extra["logged"]["prompt_tokens"] == 402 and got.config["model"] == "gpt-4o-2024-08-06"
+    assert got.logged.query_from == "rerank: reranker.query"
+    assert got.logged.reranker == {"span": "rerank", "model": "rerank-english-v3.0", "top_k": 3}
+    assert got.logged.prompt_tokens == 402 and got.config["model"] == "gpt-4o-2024-08-06"
     # the reranker score decides: #3 (retrieval score 0.74, the lowest) now ranks above #2 (0.80)
     assert [c.id for c in rank_order(got.candidates)] == ["kb-207#1", "kb-207#3", "kb-207#2", "kb-301#0"]
     roomy = got.build(got.settings(budget=2000))
@@ -283,7 +283,7 @@ def test_documents_without_scores_keep_retrieval_order():
     assert got.query == "How long until a refund shows up on my card?"
     # LangChain's stuff prompt puts the passages in the system message: not reused as the system block
     assert got.inputs.system == ""
-    assert any(u.startswith("the system message") for u in got.extra["logged"]["unmapped"])
+    assert any(u.startswith("the system message") for u in got.logged.unmapped)
     trace = got.build()
     assert "documents carry no scores: ranked by retrieval order" in trace.warnings
     assert [d.id for d in trace.kept()] and {d.label for d in trace.kept()} == {"S1", "S2", "S3"}
@@ -292,15 +292,15 @@ def test_documents_without_scores_keep_retrieval_order():
 
 def test_several_traces_default_to_the_first_with_documents_and_can_be_chosen():
     got = load(MULTI)
-    assert got.extra["logged"]["trace_id"] == TRACE_A
-    assert got.extra["logged"]["traces"] == [TRACE_A, TRACE_B]
+    assert got.logged.trace_id == TRACE_A
+    assert list(got.logged.traces) == [TRACE_A, TRACE_B]
     assert f"file holds 2 traces; showing {TRACE_A}" in got.warnings
     assert ids(got) == ["kb-112#0", "kb-207#1", "kb-118#0"]
 
     items = read_jsonl(MULTI)
     assert formats.openinference_traces(items) == [TRACE_A, TRACE_B]
     other = formats.load_trace(items, MULTI, trace_id=TRACE_B)
-    assert other.extra["logged"]["trace_id"] == TRACE_B
+    assert other.logged.trace_id == TRACE_B
     assert ids(other) == ["kb-207#2", "kb-207#1"] and other.query.startswith("Can the customer keep a cracked")
     assert f"file holds 2 traces; showing {TRACE_B}" in other.warnings
     assert formats.load_file(MULTI, trace_id=TRACE_B).candidates == other.candidates
@@ -316,8 +316,8 @@ def test_default_trace_skips_a_trace_without_retrieval(tmp_path):
     path = tmp_path / "spans.jsonl"
     path.write_text("".join(json.dumps(s) + "\n" for s in chat + read_jsonl(MULTI)))
     got = load(path)
-    assert got.extra["logged"]["trace_id"] == TRACE_A
-    assert got.extra["logged"]["traces"] == ["5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c", TRACE_A, TRACE_B]
+    assert got.logged.trace_id == TRACE_A
+    assert list(got.logged.traces) == ["5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c", TRACE_A, TRACE_B]
 
 
 NO_RETRIEVER_MESSAGE = ("no RETRIEVER or RERANKER span with documents; found span kinds: LLM, CHAIN "
@@ -379,12 +379,12 @@ def test_repeated_and_missing_document_ids_become_unique():
 def test_truncated_prompt_keeps_every_retrieved_document():
     got = formats.detect_any(read_json(TRUNCATED), TRUNCATED)
     assert ids(got) == ["kb-112#0", "kb-207#1", "kb-207#2", "kb-118#0"]
-    prompt = got.extra["logged"]["prompt_text"]
+    prompt = got.logged.prompt_text
     texts = {c.id: c.text for c in got.candidates}
     assert texts["kb-112#0"] in prompt and texts["kb-118#0"] in prompt
     assert texts["kb-207#1"] not in prompt and texts["kb-207#1"][:80] in prompt  # cut off mid-way
     assert texts["kb-207#2"] not in prompt  # never sent
-    assert got.extra["logged"]["prompt_tokens"] == 236
+    assert got.logged.prompt_tokens == 236
 
 
 def test_truncated_prompt_loads_end_to_end():
@@ -398,9 +398,9 @@ def test_unknown_model_is_left_out_with_a_warning(tmp_path):
     path = tmp_path / "spans.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = load(path)
-    assert got.config == {} and got.extra["logged"]["model"] == "claude-3-5-sonnet-20240620"
+    assert got.config == {} and got.logged.model == "claude-3-5-sonnet-20240620"
     assert any("model 'claude-3-5-sonnet-20240620' has no known tokenizer" in w for w in got.warnings)
-    assert "model parameters max_tokens" in got.extra["logged"]["unmapped"]  # 20000 does not fit the window
+    assert "model parameters max_tokens" in got.logged.unmapped  # 20000 does not fit the window
     got.build()
 
 
@@ -415,17 +415,17 @@ def test_langfuse_trace_maps_documents_query_prompt_answer_model_and_tokens():
     assert scores(got) == [0.88, 0.81, 0.66, 0.35]  # metadata.relevance_score
     assert got.candidates[1].text.startswith("Damaged-item returns: ask the customer for a photo")
     assert got.candidates[1].doc_id == "kb-207" and got.candidates[1].title == "Damaged-item returns"
-    assert got.query == Q_REFUND and got.extra["logged"]["query_from"] == "kb-search: input"
+    assert got.query == Q_REFUND and got.logged.query_from == "kb-search: input"
     assert got.inputs.system == SYSTEM
     assert got.config == {"model": "gpt-4o-2024-08-06", "max_output": 400}
 
-    logged = got.extra["logged"]
-    assert logged["prompt_text"].startswith(f"system: {SYSTEM}\n\nuser: Context:\n[1] Refund approval")
-    assert logged["answer"].startswith("Yes. A $450 refund")
-    assert logged["model"] == "gpt-4o-2024-08-06" and logged["prompt_tokens"] == 356
-    assert logged["trace_id"] == "2f9c4d61-7a0e-4b8f-9d3c-5e1a2b6c7d80"
-    assert logged["llm_span"] == "answer" and logged["retriever_spans"] == ["kb-search"]
-    assert logged["unmapped"] == [
+    logged = got.logged
+    assert logged.prompt_text.startswith(f"system: {SYSTEM}\n\nuser: Context:\n[1] Refund approval")
+    assert logged.answer.startswith("Yes. A $450 refund")
+    assert logged.model == "gpt-4o-2024-08-06" and logged.prompt_tokens == 356
+    assert logged.trace_id == "2f9c4d61-7a0e-4b8f-9d3c-5e1a2b6c7d80"
+    assert logged.llm_span == "answer" and list(logged.retriever_spans) == ["kb-search"]
+    assert list(logged.unmapped) == [
         "model parameters temperature",
         "observations not used: SPAN 'rag-pipeline', EVENT 'pii-check-passed'",
         "trace metadata (channel, locale)",
@@ -484,9 +484,9 @@ def test_langfuse_span_named_like_a_retriever_and_plain_values(tmp_path):
     path.write_text(json.dumps(trace))
     got = load(path)
     assert len(got.candidates) == 4 and got.query == Q_REFUND
-    logged = got.extra["logged"]
-    assert logged["answer"] == "Yes, a team lead must approve it." and logged["prompt_tokens"] == 301
-    assert logged["prompt_text"] == "system: Be brief.\n\nuser: Hi\n\nassistant: Hello!\n\nuser: Docs: ..."
+    logged = got.logged
+    assert logged.answer == "Yes, a team lead must approve it." and logged.prompt_tokens == 301
+    assert logged.prompt_text == "system: Be brief.\n\nuser: Hi\n\nassistant: Hello!\n\nuser: Docs: ..."
     assert got.inputs.system == "Be brief."
     assert got.inputs.history == ({"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"})
     assert got.config["model"] == "gpt-4-turbo" and got.settings().encoding == "cl100k_base"
@@ -496,7 +496,7 @@ def test_langfuse_query_falls_back_to_the_trace_input(tmp_path):
     path = tmp_path / "trace.json"
     path.write_text(json.dumps(_langfuse(obs_2__input=None)))
     got = load(path)
-    assert got.query == Q_REFUND and got.extra["logged"]["query_from"] == "trace input"
+    assert got.query == Q_REFUND and got.logged.query_from == "trace input"
 
 
 def test_langfuse_without_retriever_is_a_clear_error(tmp_path):
@@ -525,7 +525,7 @@ def test_langfuse_observation_list_from_the_api(tmp_path):
     path.write_text(json.dumps({"data": trace["observations"], "meta": {"page": 1, "totalItems": 4}}))
     got = load(path)
     assert got.format == "langfuse" and ids(got) == ["kb-112#0", "kb-207#1", "kb-207#2", "forum-5531"]
-    assert got.extra["logged"]["trace_id"] == trace["id"]
+    assert got.logged.trace_id == trace["id"]
 
 
 # ---------------------------------------------------------------------------------------------

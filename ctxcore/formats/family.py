@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional
 
 from ..errors import InputError
 from ..loaded import Loaded
-from ..records import Inputs
+from ..records import Inputs, Logged
 from .documents import to_candidates
 from .values import listing
 
@@ -45,4 +45,5 @@ def to_loaded(fmt: str, source: str, docs: list[dict], query: Optional[str], inp
         warnings.append("the trace holds no question: give one before building")
     if logged["unmapped"]:
         warnings.append(f"not mapped from the {fmt} trace: {listing(logged['unmapped'], 5)}")
-    return Loaded(cands, query or "", inputs, config, fmt, source, None, {"logged": logged}, tuple(warnings))
+    record = Logged(format=fmt, **{k: tuple(v) if isinstance(v, list) else v for k, v in logged.items()})
+    return Loaded(cands, query or "", inputs, config, fmt, source, None, {}, tuple(warnings), record)
