@@ -148,7 +148,8 @@ def _settings_file(path: Optional[str]) -> dict:
 
 
 def _trace(args):
-    """The trace to look at: a saved trace as it was, else a build under the file's settings and the flags."""
+    """The trace to look at: a saved trace (rebuilt and checked on loading), else a build under the file's settings
+    and the flags."""
     if args.trace_id:
         loaded = load_file(args.input, trace_id=args.trace_id)
     else:

@@ -10,6 +10,7 @@ silently.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Any, Optional, Union
@@ -20,7 +21,8 @@ from .limits import MAX_BYTES, MAX_CANDIDATES, MAX_KEYS
 from .loaded import Loaded
 from .reading import (KNOWN, NotJson, candidates, csv_rows, decode, json_type, looks_like_jsonl, parse_json,
                       parse_jsonl, too_big)
-from .records import FORMAT, Candidate, Config, Inputs
+from .pipeline import build
+from .records import FORMAT, Candidate, Config, Inputs, Logged, Trace, TraceWarning
 from .tracefile import trace_from_dict
 
 __all__ = ["Loaded", "MAX_BYTES", "MAX_CANDIDATES", "load", "loads", "from_object", "request_from_object",
@@ -79,8 +81,7 @@ def from_object(data: Any, source: str = "input") -> Loaded:
         if data["format"] != FORMAT:
             raise InputError(f"unsupported trace format {data['format']!r}; this version reads {FORMAT!r}",
                              source=source, field="format")
-        trace = trace_from_dict(data, source=source)
-        return Loaded(trace.candidates, trace.query, trace.inputs, trace.config.to_dict(), "trace", source, trace)
+        return _saved_trace(trace_from_dict(data, source=source), source)
     imported = detect(data, source)
     if imported is not None:
         return imported
@@ -90,6 +91,25 @@ def from_object(data: Any, source: str = "input") -> Loaded:
                          "spans (no span_kind or context), Langfuse trace (no 'observations')", source=source,
                          field="candidates")
     return request_from_object(data, source)
+
+
+def _saved_trace(stored: Trace, source: str) -> Loaded:
+    """A saved trace, rebuilt from its candidates and settings: a stored trace is not trusted for what it
+    says was decided. When the stored prompt or fates differ from the rebuild, the rebuild is the trace
+    and the stored prompt is kept as the logged one (what was sent), with a ``replay_differs`` warning."""
+    rebuilt = build(stored.candidates, stored.query, stored.config, stored.inputs)
+    fates = [(d.id, d.fate, d.label) for d in stored.decisions]
+    if rebuilt.prompt.text == stored.prompt.text and fates == [(d.id, d.fate, d.label) for d in rebuilt.decisions]:
+        return Loaded(stored.candidates, stored.query, stored.inputs, stored.config.to_dict(), "trace", source, stored)
+    moved = [a[0] for a, b in zip(fates, [(d.id, d.fate, d.label) for d in rebuilt.decisions]) if a != b]
+    note = TraceWarning(
+        f"the stored trace differs from a rebuild of its candidates and settings ("
+        + (f"{len(moved)} fates or labels differ" if moved else "the prompt text differs")
+        + "); the rebuild is shown, and the stored prompt is kept as the logged one", "replay_differs", moved[:50])
+    logged = stored.logged or Logged("ctxcore", prompt_text=stored.prompt.text, prompt_tokens=stored.prompt.tokens)
+    trace = dataclasses.replace(rebuilt, warnings=(note,) + rebuilt.warnings, logged=logged)
+    return Loaded(stored.candidates, stored.query, stored.inputs, stored.config.to_dict(), "trace", source, trace,
+                  warnings=(note,), logged=logged)
 
 
 def request_from_object(data: dict, source: str, fmt: str = "json") -> Loaded:

@@ -69,6 +69,7 @@ WARNING_KINDS = {
     "forged_structure": "text tried to forge a label or a fence; it was neutralised",
     "abstain": "no passage reached the prompt: the model is told to abstain",
     "import": "something about reading a logged trace",
+    "replay_differs": "a saved trace's stored prompt or fates differ from a rebuild of its candidates and settings",
 }
 
 Trust = Literal["system", "developer", "retrieved", "user", "tool"]

@@ -9,6 +9,7 @@ the README to it). Adding a setting is one entry here, one field on
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -71,7 +72,7 @@ class Setting:
         elif self.kind == "choice":
             return None if value in self.choices else f"must be one of {', '.join(self.choices)}"
         elif self.kind in ("text", "encoding", "model"):
-            if not isinstance(value, str) or (self.kind == "encoding" and not value):
+            if not isinstance(value, str) or (self.kind == "encoding" and not _ENCODING.fullmatch(value)):
                 return f"must be {self.must}"
             if self.kind == "model":
                 try:
@@ -84,6 +85,9 @@ class Setting:
         if self.hi is not None and (value > self.hi or (self.hi_open and value == self.hi)):
             return f"must be {self.must}"
         return None
+
+
+_ENCODING = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # an unknown name is approximated; markup or paths are refused
 
 
 def _is_number(x) -> bool:
@@ -112,7 +116,8 @@ SIMILARITIES = (("words", "word-set Jaccard"), ("shingles", "5-character shingle
                 ("cosine", "cosine of the candidates' embeddings"))
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("encoding", "encoding", "cl100k_base", "tokenizer encoding the counts use", "an encoding name",
+    Setting("encoding", "encoding", "cl100k_base", "tokenizer encoding the counts use",
+            "an encoding name (letters, digits, '_', '.', '-'; at most 64)",
             link="tok", control="tokenizer"),
     Setting("model", "model", None, "model name; sets the encoding", "a model name", nullable=True),
     Setting("window", "int", 8192, "the model's context window (tokens)", "a whole number of tokens, 1 or more",

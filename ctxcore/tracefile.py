@@ -8,8 +8,12 @@ import dataclasses
 from .errors import InputError
 from .reading import candidates as read_candidates
 from .reading import parse_json
+from .schema import problems, trace_schema
 from .records import (FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo, Trace,
                       TraceWarning, Logged)
+
+
+_SCHEMA = trace_schema()
 
 
 def _record(cls, data, source, where):
@@ -23,9 +27,14 @@ def _record(cls, data, source, where):
 
 
 def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
+    """A saved trace, held to the trace schema first: types, fates, finite numbers, encoding names."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         found = data.get("format") if isinstance(data, dict) else None
         raise InputError(f"not a {FORMAT} trace (format is {found!r})", source=source, field="format")
+    found = problems(data, _SCHEMA, most=1)
+    if found:
+        where, why = found[0].split(": ", 1)
+        raise InputError(f"{why} (the trace does not match the {FORMAT} schema)", source=source, field=where)
     for key in ("query", "config", "budget", "candidates", "decisions", "prompt"):
         if key not in data:
             raise InputError("missing from the trace", source=source, field=key)
