@@ -465,16 +465,31 @@ def test_a_doctored_trace_cannot_inject_markup_either():
     at = start()
     upload(at, "seed.json")
     data = json.loads(at.session_state["ctx.trace"].to_json())
-    data["decisions"][0]["fate"] = '<img src=x onerror="window.__pwned=7">'
     data["decisions"][0]["stage"] = "![s](http://example.invalid/stage.png)"
     data["decisions"][0]["reason"] = "<script>window.__pwned=8</script>"
-    data["tokenizer"]["encoding"] = "![e](http://example.invalid/enc.png)"
     upload(at, "doctored.trace.json", json.dumps(data).encode())
     assert at.session_state["ctx.loaded"].format == "trace"
     at.selectbox(key="dbg.detail").set_value(data["decisions"][0]["id"])
     rerun(at)
     assert "<script>window.__pwned=8</script>" in [t.value for t in at.text]
     for value in markdown_values(at):  # st.badge is markdown too
+        assert not re.search(r"(?<!\\)<", value), value
+        assert "![" not in value and "](" not in value, value
+
+
+def test_a_trace_with_an_invented_fate_or_encoding_is_refused_and_the_last_input_kept():
+    at = start()
+    upload(at, "seed.json")
+    before = at.session_state["ctx.loaded"]
+    data = json.loads(at.session_state["ctx.trace"].to_json())
+    data["decisions"][0]["fate"] = '<img src=x onerror="window.__pwned=7">'
+    data["tokenizer"]["encoding"] = "![e](http://example.invalid/enc.png)"
+    upload(at, "doctored.trace.json", json.dumps(data).encode())
+    errs = errors(at)
+    said = errs[0].replace("\\", "")  # the message is shown markdown-escaped
+    assert len(errs) == 1 and said.startswith("doctored.trace.json, field 'tokenizer.encoding': not a valid name")
+    assert at.session_state["ctx.loaded"] is before
+    for value in markdown_values(at):
         assert not re.search(r"(?<!\\)<", value), value
         assert "![" not in value and "](" not in value, value
 
