@@ -20,7 +20,7 @@ from .formats import detect, detect_any, detect_lines
 from .limits import MAX_BYTES, MAX_CANDIDATES, MAX_KEYS
 from .loaded import Loaded
 from .reading import (KNOWN, NotJson, candidates, csv_rows, decode, json_type, looks_like_jsonl, parse_json,
-                      parse_jsonl, too_big)
+                      parse_jsonl, read_bytes)
 from .pipeline import build
 from .records import FORMAT, Candidate, Config, Inputs, Logged, Trace, TraceWarning
 from .tracefile import trace_from_dict
@@ -34,16 +34,7 @@ def load(path_or_bytes: Union[str, os.PathLike, bytes], name: Optional[str] = No
 
     ``name`` (a file name) is used in messages, and its extension helps tell CSV.
     """
-    if isinstance(path_or_bytes, (bytes, bytearray)):
-        data, source = bytes(path_or_bytes), name or "input"
-    else:
-        source = name or os.fspath(path_or_bytes)
-        try:
-            too_big(os.path.getsize(path_or_bytes), source)
-            with open(path_or_bytes, "rb") as f:
-                data = f.read()
-        except OSError as err:
-            raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
+    data, source = read_bytes(path_or_bytes, name)
     text = decode(data, source)
     if not text.strip():
         raise InputError("the file is empty", source=source)

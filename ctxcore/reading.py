@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import json
 import math
 import re
@@ -91,6 +92,19 @@ def check_shape(data, source: str, line: Optional[int] = None, size: Optional[in
                            lambda n, d: d > MAX_DEPTH and isinstance(n, (dict, list)))
                 below.extend(node.values() if kind is dict else node)
         level, depth = below, depth + 1
+
+
+def read_bytes(path_or_bytes, name=None) -> tuple[bytes, str]:
+    """(the bytes, the name messages use) of a path or of bytes already read; too big or unreadable is one line."""
+    if isinstance(path_or_bytes, (bytes, bytearray)):
+        return bytes(path_or_bytes), name or "input"
+    source = name or os.fspath(path_or_bytes)
+    try:
+        too_big(os.path.getsize(path_or_bytes), source)
+        with open(path_or_bytes, "rb") as f:
+            return f.read(), source
+    except OSError as err:
+        raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
 
 
 def parse_json(text: Union[str, bytes], source: str = "input", line: Optional[int] = None) -> Any:

@@ -3,12 +3,11 @@ is one module with a ``FAMILY`` and one line in :data:`FAMILIES`."""
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 from ..errors import InputError
 from ..loaded import Loaded
-from ..reading import decode, parse_text, too_big
+from ..reading import decode, parse_text, read_bytes
 from . import langfuse, openinference
 from .family import Family
 
@@ -65,14 +64,5 @@ def load_trace(data, source: str = "input", trace_id: Optional[str] = None) -> L
 def load_file(path, trace_id: Optional[str] = None, name: Optional[str] = None) -> Loaded:
     """Read a logged trace file (JSON or JSONL; a path or its bytes), choosing ``trace_id`` when it
     holds several."""
-    if isinstance(path, (bytes, bytearray)):
-        source, raw = name or "input", bytes(path)
-    else:
-        source = name or os.fspath(path)
-        try:
-            too_big(os.path.getsize(path), source)
-            with open(path, "rb") as f:
-                raw = f.read()
-        except OSError as err:
-            raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
+    raw, source = read_bytes(path, name)
     return load_trace(parse_text(decode(raw, source), source), source, trace_id)
