@@ -237,12 +237,7 @@ def _candidates(items, source, name, lines) -> tuple[tuple[Candidate, ...], tupl
         out.append(cand)
         generated += was_generated
         moved.update(extra_keys)
-    ids = {}
-    for i, c in enumerate(out):
-        if c.id in ids:
-            raise InputError(f"id {c.id!r} is used twice (also by item {ids[c.id] + 1})", source=source,
-                             line=lines[i] if lines else None, field=f"{name}[{i}].id" if not lines else "id")
-        ids[c.id] = i
+    # a repeated id is not refused: the build keeps one copy or renames the others (pipeline.unique_ids)
     notes = []
     if moved:
         notes.append(f"fields {', '.join(sorted(moved))} are not candidate fields; they were kept as metadata")
