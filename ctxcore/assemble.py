@@ -263,8 +263,10 @@ def fixed_tokens(state) -> int:
     return state.tokenizer.count("".join(p[4] for p in _pieces(state, [], [])))
 
 
-def _fit_history(state):
-    budget, count = state.budget.history, state.tokenizer.count
+def history_fit(state, budget: int) -> tuple[tuple[dict, ...], int]:
+    """The newest turns that fit ``budget`` whole (the walk stops at the first that does not), oldest first,
+    and the tokens they use. The budget stage asks it what the history uses; assembly keeps what it returns."""
+    count = state.tokenizer.count
     chosen, used = [], 0
     for turn in reversed(state.inputs.history):
         cost = count(_turn(turn) + "\n")
@@ -273,11 +275,27 @@ def _fit_history(state):
         chosen.append(turn)
         used += cost
     chosen.reverse()
+    return tuple(chosen), used
+
+
+HISTORY_FENCE = "<history>\n</history>\n\n"  # what the history block adds around its turns
+
+
+def history_tokens(state, budget: int) -> tuple[tuple[dict, ...], int]:
+    """:func:`history_fit`, with the tokens of the history block's fence added when any turn is kept."""
+    chosen, used = history_fit(state, budget)
+    return chosen, (used + state.tokenizer.count(HISTORY_FENCE)) if chosen else 0
+
+
+def _fit_history(state):
+    b = state.budget
+    budget = b.history_cap if b.history_auto else b.history  # auto holds what the turns fitted under the cap use
+    chosen, _ = history_fit(state, budget)
     dropped = len(state.inputs.history) - len(chosen)
     warnings = ([TraceWarning(f"history: the {dropped} oldest of {len(state.inputs.history)} turns did not fit "
                               f"the {budget}-token history budget and were left out", "history_trimmed")]
                 if dropped else [])
-    return tuple(chosen), warnings
+    return chosen, warnings
 
 
 def _render(state, kept):

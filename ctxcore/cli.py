@@ -11,6 +11,7 @@ import sys
 from typing import Optional
 
 from .answer import check_answer
+from .budget import describe as describe_budget
 from .errors import BuildError, InputError
 from .explain import explain_text, findings
 from .formats import load_file
@@ -38,6 +39,10 @@ def _overhead(text):
     return text if text == "auto" else int(text)
 
 
+def _share(text):
+    return text if text == "auto" else float(text)
+
+
 def _add_flag(g, st) -> None:
     """The CLI flag of one declared setting (and its off switch)."""
     if st.flag_value is not None:
@@ -49,6 +54,8 @@ def _add_flag(g, st) -> None:
         kw["choices"] = st.choices
     elif st.kind == "overhead":
         kw.update(type=_overhead, metavar="N|auto")
+    elif st.kind == "share":
+        kw.update(type=_share, metavar="FRACTION|auto")
     elif st.kind == "int":
         kw["type"] = int
     elif st.kind == "float":
@@ -115,8 +122,7 @@ def table(trace: Trace) -> str:
         f"query: {trace.query}",
         f"tokenizer: {trace.tokenizer.encoding}{'' if trace.tokenizer.exact else ' (approximate)'}  "
         f"window {b.window}, max output {b.max_output}, safety {b.safety:g}",
-        f"budget: safe input {b.safe_input}, fixed {b.fixed}, history {b.history}, docs {b.docs}"
-        + (" (given directly)" if b.docs_direct else ""),
+        f"budget: {describe_budget(b)}",
         f"evidence: {evidence_cost(trace)} of {b.docs} tokens; prompt: {trace.prompt.tokens} of {b.safe_input} tokens",
         "fates: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
         "",

@@ -14,6 +14,7 @@ from .filters import version_key
 from .pipeline import build
 from .reach import normalise, reached
 from .similarity import jaccard, words
+from .settings import AUTO_HISTORY_SHARE
 from .records import Config, Trace, TraceWarning
 
 
@@ -273,7 +274,8 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
     evid = sum(b.tokens for b in trace.blocks if b.kind == "evidence")
     lost = [d.id for d in trace.decisions if d.fate == "over_budget"]
     if hist > evid and lost and not trace.budget.docs_direct:
-        share = max(0.0, round(trace.config.history_share / 2, 2))
+        current = trace.config.history_share
+        share = max(0.0, round((AUTO_HISTORY_SHARE if current == "auto" else current) / 2, 2))  # auto: up to 0.4
         t = case.run(history_share=share)
         regained = [i for i in lost if _kept(t, i)]
         out.append(Finding("history_crowding", 2, "conversation history outweighs the evidence",

@@ -157,15 +157,29 @@ def newest(state):
 
 
 def threshold(state):
-    """Drop scored candidates under min_score; when nothing is left, the prompt abstains."""
+    """Drop scored candidates under min_score; when nothing is left, the prompt abstains.
+
+    An unscored candidate cannot be checked against min_score: it passes, with an ``unscored_unchecked``
+    warning, or, with ``drop_unscored``, it is below_threshold too (as LlamaIndex's SimilarityPostprocessor
+    drops a node whose score is None when a cutoff is set)."""
     floor = state.config.min_score
     if floor is None:
         return state
-    if state.alive and all(c.score is None for c in state.alive):
+    if state.alive and all(c.score is None for c in state.alive) and not state.config.drop_unscored:
         return state.warn(TraceWarning(f"min_score {floor} not applied: no candidate has a score",
                                        "min_score_unused"))
     tail = f" is below the minimum {floor:g}"
-    under = [c.score is not None and c.score < floor for c in state.alive]
+    drop_unscored = state.config.drop_unscored
+    under = [(c.score < floor) if c.score is not None else drop_unscored for c in state.alive]
     out = Decision.each("below_threshold", "threshold", [
-        (c.id, f"score {c.score:.3g}{tail}") for c, low in zip(state.alive, under) if low])
-    return state.drop(out, survivors=tuple([c for c, low in zip(state.alive, under) if not low]))
+        (c.id, f"score {c.score:.3g}{tail}" if c.score is not None else
+         f"unscored: it cannot be checked against the minimum {floor:g}, and drop_unscored drops it")
+        for c, low in zip(state.alive, under) if low])
+    unscored = [c.id for c in state.alive if c.score is None]
+    notes = []
+    if unscored and not drop_unscored:
+        notes.append(TraceWarning(
+            f"{len(unscored)} unscored {'candidate was' if len(unscored) == 1 else 'candidates were'} not checked "
+            f"against min_score {floor:g}: they passed (drop_unscored drops them)", "unscored_unchecked",
+            unscored[:50]))
+    return state.drop(out, survivors=tuple([c for c, low in zip(state.alive, under) if not low])).warn(*notes)

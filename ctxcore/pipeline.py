@@ -8,14 +8,30 @@ from typing import Iterable, Optional
 
 from . import assemble, budget, dedup, filters, memo, merge, order, select, tokens
 from .memo import Memo
-from .errors import InputError
-from .records import Candidate, Config, Inputs, Prompt, TokenizerInfo, Trace, TraceWarning
-from .state import State
+from .records import Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo, Trace, TraceWarning
+from .state import State, score_text
 from .tokens import get_tokenizer
+
+
+def recency_scope(state):
+    """Warn when dated candidates carry no doc_id: recency is judged only among the versions of one doc_id
+    (``filters.newest``), so they were compared with nothing (LlamaIndex's recency postprocessors compare
+    the dates of all nodes)."""
+    if not state.config.prefer_newest:
+        return state
+    dated = [c for c in state.alive if filters.version_key(c) is not None]
+    loose = [c for c in dated if c.doc_id is None]
+    if not loose or len(dated) < 2:
+        return state
+    return state.warn(TraceWarning(
+        f"{len(loose)} of {len(dated)} dated candidates have no doc_id, so their dates were not compared with any "
+        f"other: prefer_newest compares versions only within one doc_id", "no_doc_id", [c.id for c in loose][:50]))
+
 
 STAGES = (
     filters.permitted,  # not_permitted
     filters.newest,     # stale
+    recency_scope,      # a warning: dated candidates without a doc_id were not compared
     dedup.exact,        # exact_duplicate
     dedup.near,         # near_duplicate
     merge.run,          # merged
@@ -35,16 +51,80 @@ def rank_order(candidates: Iterable[Candidate]) -> list[Candidate]:
     return [c for _, c in indexed]
 
 
+def _better(c: Candidate) -> tuple:
+    """Sort key: the better-scored copy first (unscored after scored)."""
+    return (c.score is None, -(c.score or 0.0))
+
+
+def unique_ids(candidates: tuple[Candidate, ...]) -> tuple[tuple[Candidate, ...], list[Decision], list]:
+    """Make every id unique, the way a hybrid-retrieval join needs (the same document from two retrievers).
+
+    For an id given more than once: one occurrence keeps the id — the best-scored of the copies whose text
+    is the first occurrence's text (ties: the first in input order); every other occurrence is renamed
+    ``id#2``, ``id#3``, … in input order (skipping any id the input already uses). A renamed copy whose
+    text is the same as a copy that keeps or gets an id is ``exact_duplicate`` (stage ``ids``) of the
+    best-scored copy with that text; a copy with other text is a candidate of its own under its new id.
+    The candidates stay in input order, so decision k is still input candidate k.
+
+    >>> cs = (Candidate("a", "x", 0.2), Candidate("a", "x", 0.9), Candidate("a", "y", 0.5))
+    >>> out, dropped, _ = unique_ids(cs)
+    >>> [c.id for c in out], [(d.id, d.duplicate_of) for d in dropped]
+    (['a#2', 'a', 'a#3'], [('a#2', 'a')])
+    """
+    counts = Counter(c.id for c in candidates)
+    if len(counts) == len(candidates):
+        return candidates, [], []
+    taken = set(counts)
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(candidates):
+        if counts[c.id] > 1:
+            groups.setdefault(c.id, []).append(i)
+    new_ids = [c.id for c in candidates]
+    dropped, notes = [], []
+    for cid, where in groups.items():
+        first_text = candidates[where[0]].text
+        keeper = min((i for i in where if candidates[i].text == first_text), key=lambda i: _better(candidates[i]))
+        n = 1
+        for i in where:
+            if i == keeper:
+                continue
+            n += 1
+            while f"{cid}#{n}" in taken:
+                n += 1
+            new_ids[i] = f"{cid}#{n}"
+            taken.add(new_ids[i])
+        best_of_text: dict[str, int] = {}
+        for i in sorted(where, key=lambda i: (_better(candidates[i]), i != keeper, i)):
+            best_of_text.setdefault(candidates[i].text, i)
+        copies = [i for i in where if best_of_text[candidates[i].text] != i]
+        for i in copies:
+            best = best_of_text[candidates[i].text]
+            dropped.append(Decision.quick(
+                new_ids[i], "exact_duplicate", "ids",
+                f"id {cid!r} was given {len(where)} times; this copy (score {score_text(candidates[i].score)}) has "
+                f"the same text as {new_ids[best]} (score {score_text(candidates[best].score)}), which is kept "
+                f"in its place", duplicate_of=new_ids[best]))
+        renamed = [new_ids[i] for i in where if i != keeper and i not in copies]
+        notes.append(TraceWarning(
+            f"id {cid!r} appears {len(where)} times in the input: "
+            + (f"{len(copies)} same-text {'copy was' if len(copies) == 1 else 'copies were'} dropped as "
+               f"exact_duplicate" if copies else "")
+            + ("; " if copies and renamed else "")
+            + (f"{'a copy' if len(renamed) == 1 else 'copies'} with other text renamed {', '.join(renamed)}"
+               if renamed else ""),
+            "repeated_ids", [cid] + [new_ids[i] for i in where if i != keeper]))
+    out = tuple(c if new_ids[i] == c.id else dataclasses.replace(c, id=new_ids[i]) for i, c in enumerate(candidates))
+    return out, dropped, notes
+
+
 def _start(candidates, query, config, inputs) -> State:
     tok = get_tokenizer(config.encoding)
-    candidates = tuple(candidates)
-    seen = Counter(c.id for c in candidates)
-    if len(seen) != len(candidates):
-        dup = next(i for i, n in seen.items() if n > 1)
-        raise InputError(f"candidate id {dup!r} appears more than once; ids must be unique", field="id")
+    candidates, repeated, id_notes = unique_ids(tuple(candidates))
     ranked = rank_order(candidates)
+    gone = {d.id for d in repeated}
     state = State(query=query, config=config, inputs=inputs, tokenizer=tok, candidates=candidates,
-                  alive=tuple(ranked), rank={c.id: i for i, c in enumerate(ranked)},
+                  alive=tuple([c for c in ranked if c.id not in gone]), rank={c.id: i for i, c in enumerate(ranked)},
+                  removed={d.id: d for d in repeated},
                   counting=tok.count_later(c.text for c in candidates))
     unscored = sum(c.score is None for c in candidates)
     generated = sum(c.generated_id for c in candidates)
@@ -61,14 +141,14 @@ def _start(candidates, query, config, inputs) -> State:
     if generated:
         notes.append(TraceWarning(f"{generated} candidates had no id; ids were generated from their position",
                                   "generated_ids", [c.id for c in candidates if c.generated_id][:50]))
-    return state.warn(*notes)
+    return state.warn(*id_notes, *notes)
 
 
 # Rebuilds start from the last remembered state whose stages read none of the changed settings:
 # (first stage not covered, settings read by the stages before it that earlier entries do not list;
 # "inputs" stands for the mandatory blocks and history, which the budget measures).
 _EARLY = (("encoding",), ("caller", "prefer_newest"), ("near_dup", "similarity"), ("merge_adjacent",),
-          ("min_score",))
+          ("min_score", "drop_unscored"))
 CHECKPOINTS = (
     (0, _EARLY[0]),  # the state the start made: ranked, and counting with the encoding's tokenizer
     (STAGES.index(dedup.near), _EARLY[1]),

@@ -280,13 +280,7 @@ def candidates(items, source: str, name: str, lines, make: Callable) -> tuple[tu
         made, _, extra_keys = candidate(item, i, label, where, given, make)
         out.append(made)
         moved.update(extra_keys)
-    ids: dict = {}
-    for i, c in enumerate(out):
-        cid = c.id
-        if cid in ids:
-            raise InputError(f"id {cid!r} is used twice (also by item {ids[cid] + 1})", source=source,
-                             line=lines[i] if lines else None, field=f"{name}[{i}].id" if not lines else "id")
-        ids[cid] = i
+    # a repeated id is not refused: the build keeps one copy or renames the others (pipeline.unique_ids)
     notes = []
     if moved:
         notes.append(f"fields {', '.join(sorted(moved))} are not candidate fields; they were kept as metadata")

@@ -18,10 +18,11 @@ FATES: tuple[str, ...] = Fate.__args__  # type: ignore[attr-defined]
 
 FATE_MEANINGS = {
     "kept": "reached the prompt as a labelled passage",
-    "exact_duplicate": "same text as a higher-ranked candidate",
+    "exact_duplicate": "same text as a higher-ranked candidate (stage ids: the same id and text as a better-scored "
+                       "copy)",
     "near_duplicate": "word-set similarity with a higher-ranked survivor at or above the threshold",
     "merged": "joined into the passage of an adjacent chunk of the same document",
-    "below_threshold": "score under the minimum score",
+    "below_threshold": "score under the minimum score (or no score, with drop_unscored)",
     "stale": "an older version of a document whose newer version is present",
     "not_permitted": "the caller may not see it",
     "over_budget": "did not fit in the remaining evidence budget",
@@ -70,6 +71,14 @@ WARNING_KINDS = {
     "abstain": "no passage reached the prompt: the model is told to abstain",
     "import": "something about reading a logged trace",
     "replay_differs": "a saved trace's stored prompt or fates differ from a rebuild of its candidates and settings",
+    "repeated_ids": "an id appeared more than once in the input: copies with the same text were dropped as "
+                    "exact_duplicate (stage ids), copies with other text were renamed id#2, id#3, … in input order",
+    "similarity_used": "which similarity a stage compared passages with (MMR: cosine of the embeddings when every "
+                       "candidate carries one of the same length, else word-set Jaccard)",
+    "unscored_unchecked": "min_score was set and some candidates carry no score: they passed without being checked "
+                          "(drop_unscored drops them)",
+    "no_doc_id": "dated candidates without a doc_id were not compared for recency: versions are compared only "
+                 "within one doc_id",
 }
 
 Trust = Literal["system", "developer", "retrieved", "user", "tool"]
@@ -173,7 +182,7 @@ class Config:
     window: int = 8192
     max_output: int = 1024
     safety: float = 0.05
-    history_share: float = 0.40
+    history_share: Union[float, Literal["auto"]] = "auto"
     budget: Optional[int] = None
     caller: Optional[str] = None
     prefer_newest: bool = True
@@ -181,9 +190,10 @@ class Config:
     similarity: Literal["words", "shingles", "cosine"] = "words"
     merge_adjacent: bool = False
     min_score: Optional[float] = None
+    drop_unscored: bool = False
     select: Literal["score", "density", "mmr"] = "score"
     mmr_lambda: float = 0.7
-    order: Literal["rank", "sandwich", "document", "original"] = "sandwich"
+    order: Literal["rank", "sandwich", "lost-in-the-middle", "document", "original"] = "sandwich"
     label_overhead: Union[int, Literal["auto"]] = "auto"
     compress: bool = False
     max_chunk_tokens: Optional[int] = None
@@ -226,7 +236,12 @@ PRESETS: dict[str, dict] = {
 
 @dataclass(frozen=True)
 class Budget:
-    """The window arithmetic: what the answer, the margin and the fixed blocks leave."""
+    """The window arithmetic: what the answer, the margin and the fixed blocks leave.
+
+    ``history`` is what is held for the conversation history. With ``history_share`` auto
+    (``history_auto``), it is the tokens the history's kept turns use, at most ``history_cap`` (the
+    0.4 share), and the documents get the rest; with a fixed share it is that share of what is left.
+    ``history_used`` is what the kept turns use in either case."""
 
     window: int
     max_output: int
@@ -236,6 +251,9 @@ class Budget:
     history: int
     docs: int
     docs_direct: bool = False
+    history_auto: bool = False
+    history_cap: Optional[int] = None
+    history_used: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,61 @@ query-relevant sentences.
 from __future__ import annotations
 
 import heapq
+import math
 from itertools import accumulate
 
 from .assemble import label_overhead, label_overheads, least_overhead
 from .compress import shrink
 from .similarity import jaccard, words
 from .memo import Memo
-from .records import Decision
+from .records import Decision, TraceWarning
 from .state import score_text
+
+
+def similarity_for(alive):
+    """How MMR compares two passages: ``("cosine", f)`` on the candidates' embeddings when every one carries
+    an embedding of the same length (as LangChain's ``maximal_marginal_relevance`` compares embeddings),
+    else ``("words", f)``, word-set Jaccard of the texts. ``f(a, b)`` takes two candidates. A negative
+    cosine counts as 0 (LangChain lets it lower the redundancy below 0; here accepting a passage never
+    raises another's value, which the lazy walk relies on).
+
+    >>> from ctxcore.records import Candidate
+    >>> pair = [Candidate("a", "x", embedding=(1.0, 0.0)), Candidate("b", "y", embedding=(1.0, 1.0))]
+    >>> name, f = similarity_for(pair)
+    >>> name, round(f(*pair), 4)
+    ('cosine', 0.7071)
+    >>> similarity_for([Candidate("a", "x", embedding=(1.0,)), Candidate("b", "y")])[0]
+    'words'
+    """
+    vectors = [c.embedding for c in alive]
+    if vectors and all(v is not None for v in vectors) and len({len(v) for v in vectors}) == 1:
+        norms = {}
+
+        def norm(v):
+            n = norms.get(v)
+            if n is None:
+                n = norms[v] = math.sqrt(math.fsum(x * x for x in v))
+            return n
+
+        def cosine(a, b):
+            na, nb = norm(a.embedding), norm(b.embedding)
+            if not na or not nb:  # a zero vector is like nothing (LangChain's NaN -> 0)
+                return 0.0
+            # a negative cosine counts as no similarity: redundancy never raises a passage's value
+            return max(0.0, math.fsum(x * y for x, y in zip(a.embedding, b.embedding)) / (na * nb))
+
+        return "cosine", cosine
+    return "words", lambda a, b: jaccard(words(a.text), words(b.text))
+
+
+def _similarity_note(alive, measure: str) -> TraceWarning:
+    if measure == "cosine":
+        return TraceWarning("MMR compared passages by the cosine of their embeddings (every candidate carries one)",
+                            "similarity_used")
+    missing = sum(c.embedding is None for c in alive)
+    why = (f"{missing} of {len(alive)} candidates carry no embedding" if missing else
+           "the embeddings have different lengths" if alive else "there was nothing to compare")
+    return TraceWarning(f"MMR compared passages by word-set Jaccard of their texts ({why})", "similarity_used")
 
 
 def _density_order(alive, costs, rank):
@@ -89,8 +136,9 @@ def definition(state):
     """The plain rule the fast :func:`run` is held to (tests compare their fates, costs and order):
     walk the candidates in the chosen order; a passage that fits what is left is kept, one that
     does not is over_budget and the walk goes on; after ``max_passages`` every other one is over_budget.
-    MMR picks, at each step, the highest ``lam * score - (1 - lam) * max Jaccard`` with the passages
-    kept so far, ties by rank."""
+    MMR picks, at each step, the highest ``lam * score - (1 - lam) * max similarity`` with the passages
+    kept so far, ties by rank; the similarity is :func:`similarity_for`'s (cosine of the embeddings when
+    every candidate carries one, else word-set Jaccard), and the trace says which."""
     cfg, docs, rank = state.config, state.budget.docs, state.rank
     overhead = {c.id: label_overhead(state, c) for c in state.alive}
     if cfg.select == "density":
@@ -98,10 +146,11 @@ def definition(state):
     else:
         pending = list(state.alive)
     remaining, kept, dropped, chosen = docs, [], [], []
+    measure, similar = similarity_for(state.alive)
     while pending:
         if cfg.select == "mmr":
             def value(c):
-                closest = max((jaccard(words(c.text), words(a.text)) for a in chosen), default=0.0)
+                closest = max((similar(c, a) for a in chosen), default=0.0)
                 return (-(cfg.mmr_lambda * (c.score or 0.0) - (1 - cfg.mmr_lambda) * closest), rank[c.id])
             c = min(pending, key=value)
             pending.remove(c)
@@ -121,7 +170,8 @@ def definition(state):
                              compressed=compressed, text=text))
     kept.sort(key=lambda d: rank[d.id])
     chosen.sort(key=lambda c: rank[c.id])
-    return state.drop(dropped, survivors=tuple(chosen)).replace(kept=tuple(kept))
+    notes = [_similarity_note(state.alive, measure)] if cfg.select == "mmr" else []
+    return state.drop(dropped, survivors=tuple(chosen)).replace(kept=tuple(kept)).warn(*notes)
 
 
 def run(state):
@@ -139,6 +189,8 @@ def run(state):
         walk = _Mmr(state.alive, cfg.mmr_lambda, rank)
     else:
         walk = _Walk(state.alive)
+    measure = similarity_for(state.alive)[0] if cfg.select == "mmr" else None
+    mmr_by = "cosine of embeddings" if measure == "cosine" else "word-set Jaccard"
     limit = cfg.max_passages
     remaining, kept, dropped = docs, [], []
     floor = least_overhead(state)  # no label line costs less: chunks that cannot fit are not measured
@@ -172,7 +224,7 @@ def run(state):
             too_long = []
         remaining -= cost
         walk.accept(c)
-        how = {"score": "by score", "density": "by score per token", "mmr": "by MMR"}[cfg.select]
+        how = {"score": "by score", "density": "by score per token", "mmr": f"by MMR ({mmr_by})"}[cfg.select]
         kept.append(Decision.quick(
             c.id, "kept", "select",
             f"rank {rank[c.id] + 1}, score {score_text(c.score)}; selected {how} for {cost} tokens "
@@ -183,7 +235,8 @@ def run(state):
     dropped += _too_long(state, too_long, remaining, docs) if too_long else []
     kept.sort(key=lambda d: rank[d.id])
     chosen.sort(key=lambda c: rank[c.id])
-    return state.drop(dropped, survivors=tuple(chosen)).replace(kept=tuple(kept))
+    notes = [_similarity_note(state.alive, measure)] if cfg.select == "mmr" else []
+    return state.drop(dropped, survivors=tuple(chosen)).replace(kept=tuple(kept)).warn(*notes)
 
 
 class _Walk:
@@ -211,8 +264,9 @@ class _Walk:
 
 
 class _Mmr:
-    """Candidates by maximal marginal relevance: lam * score - (1 - lam) * the highest word-set
-    Jaccard with a passage already accepted (the caller says which with :meth:`accept`); ties by rank.
+    """Candidates by maximal marginal relevance: lam * score - (1 - lam) * the highest similarity
+    (:func:`similarity_for`: cosine of embeddings, else word-set Jaccard) with a passage already accepted
+    (the caller says which with :meth:`accept`); ties by rank.
 
     Lazily: accepting a passage only ever lowers values, so a candidate is compared with the passages
     accepted since it was last looked at only when it reaches the top of the heap, and it is next if
@@ -222,6 +276,7 @@ class _Mmr:
 
     def __init__(self, alive, lam: float, rank: dict):
         self.lam, self.accepted = lam, []
+        self.measure, self.similar = similarity_for(alive)
         self.heap = [(-(lam * (c.score or 0.0)), rank[c.id], c) for c in alive]  # closest 0: lam * score
         heapq.heapify(self.heap)
         self.seen: dict[str, tuple[float, int]] = {}  # id -> (highest similarity, accepted passages compared)
@@ -236,9 +291,9 @@ class _Mmr:
             _, r, c = heap[0]
             closest, upto = self.seen.get(c.id, (0.0, 0))
             if upto < len(accepted):
-                mine = words(c.text)
+                similar = self.similar
                 for a in accepted[upto:]:
-                    closest = max(closest, jaccard(mine, words(a.text)))
+                    closest = max(closest, similar(c, a))
                 self.seen[c.id] = (closest, len(accepted))
                 heapq.heapreplace(heap, (-(lam * (c.score or 0.0) - (1 - lam) * closest), r, c))
                 continue

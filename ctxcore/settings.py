@@ -24,7 +24,7 @@ class Setting:
     """One setting: its type and bounds, what it means, and how the CLI, the controls and links name it."""
 
     name: str
-    kind: str                       # int | float | bool | choice | text | encoding | model | overhead
+    kind: str                       # int | float | bool | choice | text | encoding | model | overhead | share
     default: Any
     help: str
     must: str                       # what a valid value is, as "must be ..." ends
@@ -57,14 +57,14 @@ class Setting:
         """Why ``value`` is not valid for this setting, or None when it is."""
         if value is None:
             return None if self.nullable else f"must be {self.must}"
-        if self.kind == "overhead" and value == "auto":
+        if self.kind in ("overhead", "share") and value == "auto":
             return None
         if self.kind in ("int", "overhead"):
             if not _is_int(value):
                 return f"must be {self.must}"
             if value > MAX_TOKENS:
                 return f"must be at most {MAX_TOKENS:,} tokens"
-        elif self.kind == "float":
+        elif self.kind in ("float", "share"):
             if not _is_number(value):
                 return f"must be {self.must}"
         elif self.kind == "bool":
@@ -107,6 +107,9 @@ ORDERS = (
     ("rank", "best first, in rank order"),
     ("sandwich", "best first, second best last, ranks 3…N in rank order between them (for N ≥ 5 the weakest "
                  "sits next to last)"),
+    ("lost-in-the-middle", "Haystack's LostInTheMiddleRanker: ranks alternate inward from both ends, odd ranks "
+                           "from the start and even ranks from the end (9 passages read 1 3 5 7 9 8 6 4 2: best "
+                           "first, second best last, the weakest in the very middle)"),
     ("document", "grouped by document, chunks in source order, documents by their best rank"),
     ("original", "the retrieval order, as the input listed them (to show the failure)"),
 )
@@ -127,13 +130,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("safety", "float", 0.05, "safety margin taken off the input side",
             "a fraction from 0 up to (not including) 1", lo=0, hi=1, hi_open=True, link="safety",
             control="slider", slider=(0.0, 0.9), step=0.01),
-    Setting("history_share", "float", 0.40, "share of what is left that is held for conversation history",
-            "a fraction from 0 to 1", lo=0, hi=1, link="hist", control="slider", slider=(0.0, 1.0), step=0.01),
+    Setting("history_share", "share", "auto", "share of what is left that is held for conversation history: "
+            "a fixed fraction, or auto (the history gets the tokens its kept turns use, at most 0.4 of what is "
+            "left, and the documents get the rest)", "a fraction from 0 to 1 or 'auto'", lo=0, hi=1, link="hist",
+            control="slider", slider=(0.0, 1.0), step=0.01, off_value=0.4, switch="history_auto",
+            switch_word="auto"),
     Setting("budget", "int", None, "evidence token budget, given directly (overrides the window split)",
             "a whole number of tokens, 0 or more", lo=0, nullable=True, link="budget", off_value=1000,
             switch="budget_on", step=50),
     Setting("min_score", "float", None, "drop scored candidates under this score", "a number or null",
             nullable=True, link="min", off_value=0.5, switch="min_score_on", step=0.05),
+    Setting("drop_unscored", "bool", False, "with min_score set, drop candidates that carry no score (as "
+            "LlamaIndex's SimilarityPostprocessor does) instead of letting them pass unchecked", "true or false",
+            flag_value=True, link="unsc", control="checkbox"),
     Setting("near_dup", "float", 0.8, "near-duplicate threshold (similarity at or above it is a duplicate)",
             "a similarity above 0 and at most 1, or null to switch it off", lo=0, hi=1, lo_open=True,
             nullable=True, off_flag="--no-near-dup", link="nd", control="slider", slider=(0.01, 1.0), step=0.01,
@@ -147,7 +156,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mmr_lambda", "float", 0.7, "MMR: weight of relevance against diversity", "between 0 and 1",
             lo=0, hi=1, link="lam", control="slider", slider=(0.0, 1.0), step=0.01),
     Setting("order", "choice", "sandwich", "order of the passages in the prompt",
-            "one of rank, sandwich, document, original", choices=tuple(c for c, _ in ORDERS), meanings=ORDERS,
+            "one of rank, sandwich, lost-in-the-middle, document, original", choices=tuple(c for c, _ in ORDERS),
+            meanings=ORDERS,
             link="order", control="select"),
     Setting("max_passages", "int", None, "at most this many passages, even when the budget has room",
             "a whole number, 1 or more, or null", lo=1, nullable=True, link="maxp", off_value=10,
@@ -166,6 +176,7 @@ SETTINGS: tuple[Setting, ...] = (
             "a string", nullable=True, link="caller", control="text"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
+AUTO_HISTORY_SHARE = 0.40  # history_share auto: the history gets what its kept turns use, at most this share
 CHOICES = {s.name: s.choices for s in SETTINGS if s.kind == "choice"}
 
 

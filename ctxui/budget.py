@@ -10,12 +10,13 @@ from .state import store
 
 
 def store_budget():
-    """The window split for the controls' window, output, fixed blocks, safety and history share.
+    """The window split for the controls' window, output, fixed blocks, safety and history share (auto: no
+    history is known here, so none is held and the documents get everything the fixed blocks leave).
 
     Raises InputError (naming the setting) when the controls make no valid Config."""
     s = store()
-    Config.from_dict(config_from_controls(s), source="settings")
-    return ctxcore.window_budget(s["window"], s["max_output"], s["fixed"], s["safety"], s["history_share"])
+    cfg = Config.from_dict(config_from_controls(s), source="settings")
+    return ctxcore.window_budget(s["window"], s["max_output"], s["fixed"], s["safety"], cfg.history_share)
 
 
 def count_block_tokens(text: str) -> tuple[str, int, bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import ctxcore
+from ctxcore.settings import BY_NAME
 
 from .settings import ORDER_HELP, SELECT_HELP
 from .state import bound, reset_defaults, store, sync_url
@@ -44,8 +45,11 @@ def window_controls(prefix: str) -> None:
           min_value=0, step=256)
     bound(st.slider, "safety", f"{prefix}.safety", "Safety margin", min_value=0.0, max_value=0.9, step=0.01,
           help="Fraction taken off after reserving the answer, for tokenizer drift.")
+    auto = bound(st.toggle, "history_auto", f"{prefix}.history_auto", "History share: auto",
+                 help="On: the history gets the tokens its kept turns use, at most 40% of what the fixed blocks "
+                      "leave; the documents get the rest. Off: the share below is held for history, used or not.")
     bound(st.slider, "history_share", f"{prefix}.history_share", "History share", min_value=0.0, max_value=1.0,
-          step=0.01, help="Share of what the fixed blocks leave that goes to conversation history.")
+          step=0.01, disabled=auto, help="Share of what the fixed blocks leave that is held for conversation history.")
 
 
 def sidebar_controls() -> None:
@@ -66,6 +70,8 @@ def sidebar_controls() -> None:
         on = bound(st.toggle, "min_score_on", "dbg.min_score_on", "Minimum score")
         bound(st.number_input, "min_score", "dbg.min_score", "Drop candidates scoring below", step=0.05,
               format="%.3f", disabled=not on)
+        bound(st.checkbox, "drop_unscored", "dbg.drop_unscored", "Drop unscored candidates too", disabled=not on,
+              help=BY_NAME["drop_unscored"].help + ". Off: they pass, and the trace warns that they were not checked.")
         on = bound(st.toggle, "near_dup_on", "dbg.near_dup_on", "Near-duplicate removal")
         bound(st.slider, "near_dup", "dbg.near_dup", "Near-duplicate threshold", min_value=0.01, max_value=1.0,
               step=0.01, disabled=not on)
@@ -83,7 +89,7 @@ def sidebar_controls() -> None:
                    help="On: at most this many passages are kept, even when the budget has room for more.")
         bound(st.number_input, "max_passages", "dbg.max_passages", "Max passages", min_value=1, step=1,
               disabled=not on)
-        bound(st.selectbox, "order", "dbg.order", "Order", ["rank", "sandwich", "document", "original"],
+        bound(st.selectbox, "order", "dbg.order", "Order", list(BY_NAME["order"].choices),
               format_func=lambda x: f"{x} — {ORDER_HELP[x]}")
 
         with st.expander("Labels, compression, merging"):

@@ -135,6 +135,38 @@ def show_ordering(step: Step, value: Any, before: Trace, after: Trace) -> None:
         st.caption(md_escape(f"After: {step.words(value)}"))
         st.plotly_chart(position_chart(after, highlight=best, note="best-scored"), width="stretch",
                         key="learn.pos_after")
+    show_orders_side_by_side(step)
+
+
+def _rank_among_kept(t: Trace) -> dict[str, int]:
+    """1-based rank of each kept passage among the kept ones: score descending, ties by input order."""
+    order = {c.id: i for i, c in enumerate(t.candidates)}
+    scores = {c.id: c.score for c in t.candidates}
+    kept = sorted((d.id for d in t.kept()), key=lambda i: (scores[i] is None, -(scores[i] or 0.0), order[i]))
+    return {cid: r for r, cid in enumerate(kept, 1)}
+
+
+def orders_side_by_side(sandwich: Trace, litm: Trace) -> pd.DataFrame:
+    """Position by position: which passage (and its rank) each of the two orders puts there."""
+    rows = []
+    ranks_s, ranks_l = _rank_among_kept(sandwich), _rank_among_kept(litm)
+    for pos, (a, b) in enumerate(zip(sandwich.kept(), litm.kept()), 1):
+        rows.append({"position": pos, "sandwich: rank": ranks_s[a.id], "sandwich: passage": a.id,
+                     "lost-in-the-middle: rank": ranks_l[b.id], "lost-in-the-middle: passage": b.id})
+    return pd.DataFrame(rows, columns=["position", "sandwich: rank", "sandwich: passage", "lost-in-the-middle: rank",
+                                       "lost-in-the-middle: passage"])
+
+
+def show_orders_side_by_side(step: Step) -> None:
+    sandwich, litm = build_step(step, "sandwich"), build_step(step, "lost-in-the-middle")
+    st.subheader("sandwich and lost-in-the-middle, side by side", anchor=False)
+    st.caption(md_escape(
+        "Rank 1 is the best-scored kept passage. sandwich: 1, 3, 4, …, N, 2 (best first, second best last, the "
+        "rest in rank order, so the weakest sits next to last). lost-in-the-middle (Haystack's "
+        "LostInTheMiddleRanker): odd ranks from the start, even ranks from the end, so the weakest sits in the "
+        "very middle. LangChain's and LlamaIndex's LongContextReorder give the same as lost-in-the-middle for an "
+        "odd number of passages and its mirror image (best last) for an even number."))
+    st.dataframe(orders_side_by_side(sandwich, litm), hide_index=True, width="stretch", key="learn.orders")
 
 
 def show_compression(step: Step, value: Any, before: Trace, after: Trace) -> None:

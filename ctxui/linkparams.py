@@ -112,7 +112,7 @@ class LinkParam:
 
 def _setting_link(s) -> LinkParam:
     """The link parameter of one declared setting: its key, kind and range come from the declaration."""
-    kind = {"encoding": "tokenizer", "overhead": "int"}.get(s.kind, s.kind)
+    kind = {"encoding": "tokenizer", "overhead": "int", "share": "float"}.get(s.kind, s.kind)
     lo, hi = s.slider or (s.lo, s.hi)
     if kind == "int":
         lo, hi = (0 if lo is None else lo), (MAX_TOKENS if hi is None else hi)

@@ -22,7 +22,7 @@ CONTROLLED = tuple(s for s in SETTINGS if s.kind not in ("encoding", "model"))
 def _control_value(s, value):
     if s.kind == "int" or (s.kind == "overhead" and value != "auto"):
         return int(value)
-    if s.kind == "float":
+    if s.kind == "float" or (s.kind == "share" and value != "auto"):
         return float(value)
     if s.kind == "bool":
         return bool(value)
@@ -38,7 +38,7 @@ def controls_from_config(cfg: dict) -> tuple[dict, list[str]]:
     for s in CONTROLLED:
         value = c[s.name]
         if s.switch:
-            off = value == "auto" if s.kind == "overhead" else value is None
+            off = value == "auto" if s.kind in ("overhead", "share") else value is None
             out[s.switch] = off if s.switch_word == "auto" else not off
             out[s.name] = s.off_value if off else _control_value(s, value)
         else:
@@ -65,7 +65,7 @@ def config_from_controls(v: dict) -> dict:
             value = value or None
         if s.switch:
             on = v[s.switch] != (s.switch_word == "auto")  # label_auto on means: measured, not the number
-            value = value if on else ("auto" if s.kind == "overhead" else None)
+            value = value if on else ("auto" if s.kind in ("overhead", "share") else None)
         out[s.name] = value
     return out
 

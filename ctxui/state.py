@@ -127,13 +127,14 @@ def link_params() -> dict[str, str]:
                 carries the settings only)
       tok       tokenizer: an encoding (cl100k_base, o200k_base) or a model name (gpt-4o, …)
       win       context window (tokens)              out     max output reserved for the answer (tokens)
-      safety    safety margin, 0–0.9                 hist    history share, 0–1
+      safety    safety margin, 0–0.9                 hist    history share, 0–1, or auto
       budget    direct docs budget (tokens) or off   fixed   fixed-block tokens on the budget page
       min       minimum score, or off                nd      near-duplicate threshold 0.01–1, or off
+      unsc      drop unscored candidates when min is set, 1/0
       sim       similarity: words | shingles | cosine
       newest    prefer the newest version (drop stale), 1/0
       sel       selection: score | density | mmr     lam     MMR λ, 0–1
-      order     rank | sandwich | document | original
+      order     rank | sandwich | lost-in-the-middle | document | original
       maxp      max passages, or off                 label   label overhead per passage (tokens) or auto
       comp      compress, 1/0                        cap     max tokens per chunk, or off
       merge     merge adjacent chunks, 1/0           caller  caller name for permissions

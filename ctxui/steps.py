@@ -109,9 +109,13 @@ STEPS: tuple[Step, ...] = (
          words=lambda v: {"score": "greedy by score", "density": "by score per token", "mmr": "MMR"}[v]),
     Step("ordering", "Ordering: where each passage sits", "02_buried_in_middle",
          "Models read the beginning and the end of a long context more reliably than its middle. Ordering decides "
-         "where each chosen passage goes: *sandwich* puts the best first and the second best last, so the weakest "
-         "sit in the middle. Nothing is added or dropped here; only positions change.",
-         "Order", "selectbox", ("original", "rank", "sandwich", "document"), "original", "sandwich",
+         "where each chosen passage goes. *sandwich* puts the best first, the second best last and ranks 3…N in "
+         "rank order between them, so with five or more passages the weakest sits next to last. "
+         "*lost-in-the-middle* (as Haystack's LostInTheMiddleRanker) alternates inward from both ends — nine "
+         "passages read 1 3 5 7 9 8 6 4 2 — so the weakest sits in the very middle. The table below puts the two "
+         "side by side. Nothing is added or dropped here; only positions change.",
+         "Order", "selectbox", ("original", "rank", "sandwich", "lost-in-the-middle", "document"), "original",
+         "sandwich",
          lambda v: {"order": v}, words=lambda v: f"{v} order"),
     Step("compression", "Compression", "07_density_vs_score",
          "Sometimes the useful part of a chunk is two sentences of a long section. Extractive compression keeps "
@@ -131,9 +135,12 @@ STEPS: tuple[Step, ...] = (
          "The prompt is put together in order of trust: system rules, developer instructions, the evidence fenced "
          "and marked as data, the conversation history, the grounding rule, and the question last. Text inside a "
          "chunk can neither close the evidence fence nor pass itself off as a label. History gets its own share of "
-         "what is left; the oldest turns that do not fit are left out, and the trace says so.",
-         "History share (of what the fixed blocks leave)", "select_slider", (0.0, 0.02, 0.05, 0.1, 0.2, 0.4),
-         0.0, 0.4, lambda v: {"history_share": v}, words=lambda v: f"history share {v:g}"),
+         "what is left (with *auto*, only what its kept turns use, at most 0.4, and the documents get the rest); "
+         "the oldest turns that do not fit are left out, and the trace says so.",
+         "History share (of what the fixed blocks leave)", "select_slider", (0.0, 0.02, 0.05, 0.1, 0.2, 0.4, "auto"),
+         0.0, 0.4, lambda v: {"history_share": v},
+         words=lambda v: ("history share auto (what the turns use, up to 0.4)" if v == "auto"
+                          else f"history share {v:g}")),
     Step("trace", "The trace: one fate per candidate", "01_duplicates_crowd_out",
          "Every input candidate ends with exactly one fate, the stage that decided it and a reason with the "
          "numbers. That record turns \"the model got it wrong\" into \"the shipping chunk was pushed out by five "

@@ -11,6 +11,14 @@ from .text import md_escape
 from .theme import fate_badges
 
 
+def _history_note(b) -> str:
+    """What the budget holds for history, and why (auto: what the kept turns use, up to the 40% share)."""
+    if b.history_auto:
+        return f"history {b.history:,} (auto: what the conversation uses, of up to {b.history_cap:,})"
+    used = "" if b.history_used is None else f"; the conversation uses {b.history_used:,}"
+    return f"history {b.history:,} (a fixed share{used})"
+
+
 def metrics(trace: Trace) -> None:
     """Headline numbers: candidates, kept, dropped (with a badge per non-zero fate), tokens vs budgets."""
     counts = trace.fate_counts()
@@ -27,7 +35,8 @@ def metrics(trace: Trace) -> None:
     fate_badges(counts)
     note = (f"Tokenizer {trace.tokenizer.encoding}" + ("" if trace.tokenizer.exact else " (approximate counts)")
             + f" · window {b.window:,} · max output {b.max_output:,} · safety {b.safety:.0%} · fixed blocks "
-            f"{b.fixed:,} · docs budget {b.docs:,}" + (" (direct)" if b.docs_direct else " (from the split)"))
+            f"{b.fixed:,} · {_history_note(b)} · docs budget {b.docs:,}"
+            + (" (direct)" if b.docs_direct else " (from the split)"))
     st.caption(md_escape(note))
     if trace.abstain:
         st.warning("No passage reached the prompt: the model is told to abstain.", icon=":material/block:")

@@ -40,6 +40,10 @@ with right:
     cols[1].metric("History", f"{b.history:,}")
     cols[2].metric("Docs budget", f"{b.docs:,}")
     st.plotly_chart(ctxui.budget_waterfall(b), width="stretch", key="bud.waterfall")
+    if b.history_auto:
+        history = (f"history (auto) = what the kept turns use, at most ⌊({b.safe_input:,} − {b.fixed:,}) × 0.4⌋ = "
+                   f"{b.history_cap:,}: {b.history:,} here, where no conversation is given")
+    else:
+        history = f"history = ⌊({b.safe_input:,} − {b.fixed:,}) × {s['history_share']:g}⌋ = {b.history:,}"
     st.caption(f"safe input = ⌊({b.window:,} − {b.max_output:,}) × (1 − {b.safety:g})⌋ = {b.safe_input:,}; "
-               f"history = ⌊({b.safe_input:,} − {b.fixed:,}) × {s['history_share']:g}⌋ = {b.history:,}; "
-               f"docs = {b.safe_input:,} − {b.fixed:,} − {b.history:,} = {b.docs:,}")
+               f"{history}; docs = {b.safe_input:,} − {b.fixed:,} − {b.history:,} = {b.docs:,}")

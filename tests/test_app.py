@@ -110,6 +110,11 @@ def test_budget_page_defaults_match_the_worked_example():
     reset(at)
     at.switch_page("pages/budget.py")
     rerun(at)
+    # history_share is "auto" by default since issue #15 (no conversation here: nothing held, docs 6,744);
+    # the worked example's split is the explicit 0.40 share
+    assert (metric(at, "History"), metric(at, "Docs budget")) == ("0", "6,744")
+    at.toggle(key="bud.history_auto").set_value(False)
+    rerun(at)
     assert metric(at, "Safe input") == "6,809"
     assert metric(at, "History") == "2,697"
     assert metric(at, "Docs budget") == "4,047"

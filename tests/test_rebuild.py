@@ -34,7 +34,7 @@ BASE = Config(window=1200, max_output=200, select="mmr")
 # every setting, with a value other than the base's
 OTHER = {"encoding": "o200k_base", "model": "gpt-4o", "window": 4096, "max_output": 500, "safety": 0.1,
          "history_share": 0.2, "budget": 90, "caller": "guest", "prefer_newest": False, "near_dup": 0.5,
-         "similarity": "shingles", "merge_adjacent": True, "min_score": 0.4, "select": "score",
+         "similarity": "shingles", "merge_adjacent": True, "min_score": 0.4, "drop_unscored": True, "select": "score",
          "mmr_lambda": 0.3, "order": "rank", "label_overhead": 3, "compress": True, "max_chunk_tokens": 12,
          "max_passages": 3}
 

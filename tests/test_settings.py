@@ -20,8 +20,10 @@ def test_config_has_exactly_the_declared_settings_with_their_defaults():
 
 
 def test_the_documented_defaults_are_the_seed_numbers():
-    # written by hand: the seed's budget example (8192 window, 1024 answer, 5% safety, 40% history)
-    assert (Config().window, Config().max_output, Config().safety, Config().history_share) == (8192, 1024, 0.05, 0.40)
+    # written by hand: the seed's budget example (8192 window, 1024 answer, 5% safety); history is "auto" since
+    # issue #15 (what the history uses, at most the seed's 40%); the seed's split is history_share=0.4, explicit
+    assert (Config().window, Config().max_output, Config().safety, Config().history_share) == (8192, 1024, 0.05, "auto")
+    assert Config(history_share=0.4).history_share == 0.4
     assert Config().near_dup == 0.8 and Config().order == "sandwich"
 
 
@@ -47,7 +49,12 @@ def test_the_cli_offers_a_flag_for_every_setting():
     ("near_dup", 0.0, "above 0 and at most 1"),
     ("near_dup", 1.0, None),
     ("max_passages", 0, "1 or more"),
-    ("order", "middle", "must be one of rank, sandwich, document, original"),
+    ("order", "middle", "must be one of rank, sandwich, lost-in-the-middle, document, original"),
+    ("history_share", "auto", None),
+    ("history_share", 0.25, None),
+    ("history_share", 1.5, "a fraction from 0 to 1 or 'auto'"),
+    ("history_share", "half", "a fraction from 0 to 1 or 'auto'"),
+    ("drop_unscored", "yes", "true or false"),
     ("label_overhead", "auto", None),
     ("label_overhead", -1, "whole number of tokens or 'auto'"),
     ("prefer_newest", 1, "true or false"),

@@ -4,7 +4,7 @@ from ctxcore import BuildError, Candidate, Config, Inputs, build, window_budget
 
 
 def test_direct_budget_overrides_the_split_but_not_safe_input():
-    b = window_budget(8192, 1024, fixed=65, docs=500)
+    b = window_budget(8192, 1024, fixed=65, history_share=0.40, docs=500)
     assert (b.safe_input, b.history, b.docs, b.docs_direct) == (6809, 2697, 500, True)
 
 
