@@ -14,10 +14,12 @@ from .records import (FATE_MEANINGS, FATES, FORMAT, PRESETS, Block, Budget, Cand
                       TokenizerInfo, Trace, TraceWarning)
 from .schema import trace_schema
 from .tokens import ENCODINGS, encoding_for_model, get_tokenizer
+from .tracefile import trace_from_json
 
 __all__ = [
     "Block", "Budget", "BuildError", "Candidate", "Config", "Decision", "ENCODINGS", "FATES", "FATE_MEANINGS",
     "FORMAT", "PRESETS", "Inputs", "InputError", "Logged", "Loaded", "Prompt", "STAGES", "TokenizerInfo", "Trace", "TraceWarning", "build",
-    "encoding_for_model", "evidence_cost", "get_tokenizer", "load", "loads", "rank_order", "trace_schema",
+    "encoding_for_model", "evidence_cost", "get_tokenizer", "load", "loads", "rank_order", "trace_from_json",
+    "trace_schema",
     "window_budget",
 ]

@@ -1,7 +1,7 @@
 """The lowest input layer: bytes to text, text to parsed JSON/JSONL/CSV rows, and one candidate
 object checked field by field. Both the loaders and the logged-trace formats stand on it; it
 imports nothing from records (it returns a candidate's fields), so reading a saved trace back
-(``Trace.from_json``) closes a cycle of two modules, records and tracefile, and no more."""
+(:mod:`ctxcore.tracefile`) sits above records and closes no cycle."""
 
 from __future__ import annotations
 

@@ -355,9 +355,3 @@ class Trace:
     def to_json(self) -> str:
         return dumps(self.to_dict())
 
-    @classmethod
-    def from_json(cls, text: str | bytes, *, source: str = "trace") -> "Trace":
-        from .tracefile import trace_from_json  # late import: the one allowed cycle (records <-> tracefile)
-
-        return trace_from_json(text, source=source)
-

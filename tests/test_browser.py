@@ -208,7 +208,7 @@ def test_downloaded_trace_uploads_to_the_same_view(page):
         page.get_by_role("button", name="Trace JSON").click()
     assert info.value.suggested_filename.endswith(".trace.json")  # made on click (a deferred download)
     data = Path(info.value.path()).read_bytes()
-    trace = ctxcore.Trace.from_json(data)
+    trace = ctxcore.trace_from_json(data)
     assert trace.prompt.text == prompt
     upload(page, "roundtrip.trace.json", data)
     caption(page, "(a saved trace)")

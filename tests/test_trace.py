@@ -2,12 +2,12 @@ import json
 
 from conftest import cli
 
-from ctxcore import Config, Trace, build, load, trace_schema
+from ctxcore import Config, Trace, build, load, trace_from_json, trace_schema
 
 
 def test_trace_round_trips_to_identical_json(seed_candidates):
     t = build(seed_candidates, "how long do refunds take", Config(budget=60))
-    again = Trace.from_json(t.to_json())
+    again = trace_from_json(t.to_json())
     assert again == t and again.to_json() == t.to_json()
 
 
