@@ -49,7 +49,10 @@ def _numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 
 
-_MARKER = re.compile(r"^[ \t]*\[(\d+)\]", re.MULTILINE)
+# A passage label at the start of a line, or of a message: a logged prompt is its messages as "role: content"
+# (see ctxcore.importers), so a message that opens with its first passage puts "[1]" after "user: ". The role is
+# a short word; every part is possessive, so a line of spaces or of letters fails in one pass.
+_MARKER = re.compile(r"^[ \t]*+(?:[A-Za-z][\w-]{0,31}+:[ \t]*+)?\[(\d++)\]", re.MULTILINE)
 _NUMERIC = re.compile(r"\[\s*+(\d++(?:\s*+[,;]\s*+\d++)*+)\s*+\]")
 
 

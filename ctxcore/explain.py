@@ -250,7 +250,7 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
     # versions: stale kept, or the newest dropped
     families: dict = {}
     for c in trace.candidates:
-        if c.doc_id and (c.date or c.version):
+        if c.doc_id and version_key(c) is not None:  # an unreadable date is compared with nothing
             families.setdefault(c.doc_id, []).append(c)
     for doc, members in families.items():
         if len({version_key(c) for c in members}) < 2:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from datetime import date, datetime
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 
 from .memo import Memo, by_text
 from .records import Decision, TraceWarning
@@ -26,26 +27,87 @@ def permitted(state):
 def _natural(text: str) -> tuple:
     """Sort key that orders 'v2' before 'v10' and '1.9' before '1.10'.
 
-    >>> sorted(["v10", "v2", "v1.5"], key=_natural)
+    Numbers compare by value without becoming ints (a run of thousands of digits would not convert):
+    leading zeros off, then shorter is smaller, then digit by digit.
+
+    >>> sorted(["v10", "v2", "v1.5", "v" + "9" * 5000], key=_natural)[:3]
     ['v1.5', 'v2', 'v10']
     """
-    return tuple((0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p.lower())
-                 for p in re.findall(r"[0-9]+|[^0-9\W]+", text))
+    out = []
+    for p in re.findall(r"[0-9]+|[^0-9\W]+", text):
+        if p.isascii() and p.isdigit():
+            digits = p.lstrip("0")
+            out.append((0, len(digits), digits))
+        else:
+            out.append((1, 0, p.lower()))
+    return tuple(out)
 
 
-def _when(value: str):
+_MONTHS = {name: i for i, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+    ("november", "nov"), ("december", "dec")), 1) for name in names}
+_MONTH = r"(?P<month>[a-z]+)\.?"
+_WEEKDAY = r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?"
+_WRITTEN = [re.compile(r"\A" + _WEEKDAY + pattern + r"\Z", re.IGNORECASE) for pattern in (
+    r"(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+" + _MONTH + r",?\s+(?P<year>\d{4})",      # 1 March 2025
+    _MONTH + r"\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{4})",            # March 1, 2025
+    _MONTH + r",?\s+(?P<year>\d{4})",                                                # March 2025
+)]
+_NUMERIC_DATE = re.compile(r"\A(?P<year>\d{4})(?:[-/.](?P<month>\d{1,2})(?:[-/.](?P<day>\d{1,2}))?)?\Z")
+_LONGEST_DATE = 64  # longer text is no date this reads (and is never scanned)
+
+
+def _when(value) -> datetime | None:
+    """The moment a date field names, as a naive UTC datetime; None when it is no date this can read.
+
+    Reads ISO 8601 (``2025-03-01``, ``2025-03-01T10:00:00Z``, ``2025-03``), ``2025/03/01``, RFC 2822
+    (``Sat, 01 Mar 2025 10:00:00 +0000``) and written dates (``1 March 2025``, ``March 1, 2025``,
+    ``March 2025``, English month names or their abbreviations). A month alone is its first day.
+
+    >>> [str(_when(v)) for v in ("2025-03-01T10:00:00Z", "Sat, 01 Mar 2025 10:00:00 +0000", "March 2025",
+    ...                          "March 1, 2025", "2025/03/01", "2025-03", "soon")]
+    ['2025-03-01 10:00:00', '2025-03-01 10:00:00', '2025-03-01 00:00:00', '2025-03-01 00:00:00', \
+'2025-03-01 00:00:00', '2025-03-01 00:00:00', 'None']
+    """
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.split())
+    if not text or len(text) > _LONGEST_DATE:
+        return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).replace(tzinfo=None)
+        return _utc(datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00")))
     except ValueError:
         pass
+    m = _NUMERIC_DATE.match(text)
+    if m:
+        return _made(m["year"], m["month"] or 1, m["day"] or 1)
+    for pattern in _WRITTEN:
+        m = pattern.match(text)
+        if m:
+            month = _MONTHS.get(m["month"].lower())
+            return _made(m["year"], month, m.groupdict().get("day") or 1) if month else None
     try:
-        return datetime.combine(date.fromisoformat(value[:10]), datetime.min.time())
-    except ValueError:
+        return _utc(parsedate_to_datetime(text))
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
 
 
+def _made(year, month, day) -> datetime | None:
+    try:
+        return datetime(int(year), int(month), int(day))
+    except ValueError:  # 2025-02-30, month 13
+        return None
+
+
+def _utc(when: datetime) -> datetime:
+    """Aware times converted to UTC; naive ones taken as UTC already."""
+    return when.astimezone(timezone.utc).replace(tzinfo=None) if when.tzinfo is not None else when
+
+
 def version_key(c):
-    """How new a candidate is within its document: by date, else by version; None if neither."""
+    """How new a candidate is within its document: by date, else by version; None if neither, and None
+    when its date cannot be read (it is then compared with nothing, and :func:`newest` says so)."""
     return _version_key(c.date, c.version)
 
 
@@ -53,10 +115,15 @@ def version_key(c):
 def _version_key(date_text, version):
     if date_text:
         when = _when(date_text)
-        return (1, when.isoformat() if when else date_text, ())
+        return (1, when.isoformat(), ()) if when else None
     if version:
         return (0, "", _natural(version))
     return None
+
+
+def unreadable_date(c) -> bool:
+    """True when the candidate carries a date that :func:`_when` cannot read."""
+    return bool(c.date) and version_key(c) is None
 
 
 _UNIT = r"(?:EUR|USD|GBP|CHF|€|\$|£|%|percent|(?:business |working |calendar )?(?:days?|hours?|weeks?|months?|years?))"
@@ -113,17 +180,27 @@ def _amounts(text: str) -> frozenset[str]:
 
 
 def _families(alive):
-    families = defaultdict(list)
+    """(families with more than one version, {doc: members whose date cannot be read} where the doc has others)."""
+    families, unread, sizes = defaultdict(list), defaultdict(list), defaultdict(int)
     for c in alive:
-        if c.doc_id is not None and version_key(c) is not None:
+        if c.doc_id is None:
+            continue
+        sizes[c.doc_id] += 1
+        if version_key(c) is not None:
             families[c.doc_id].append(c)
-    return {doc: members for doc, members in families.items()
-            if len({version_key(c) for c in members}) > 1}
+        elif c.date:
+            unread[c.doc_id].append(c)
+    return ({doc: members for doc, members in families.items() if len({version_key(c) for c in members}) > 1},
+            {doc: members for doc, members in unread.items() if sizes[doc] > 1})
 
 
 def _listing(values: set[str], most: int = 6) -> str:
     ordered = sorted(values, key=lambda v: (float(re.sub(r"[^\d.]", "", v) or 0), v))
     return ", ".join(ordered[:most]) + (f" and {len(ordered) - most} more" if len(ordered) > most else "")
+
+
+def _short(text: str, most: int = 40) -> str:
+    return text if len(text) <= most else text[:most] + "…"
 
 
 def _label(c) -> str:
@@ -135,8 +212,15 @@ _FAMILIES = Memo(8)
 
 def newest(state):
     """Mark older versions of a document stale when a newer one is present; report conflicts."""
-    families = _FAMILIES.of(state.alive, _families)  # a rebuild (prefer_newest changed) brings the same tuple
+    families, unread = _FAMILIES.of(state.alive, _families)  # a rebuild (prefer_newest changed): the same tuple
     warnings, out = [], []
+    for doc, members in unread.items():
+        shown = ", ".join(f"{c.id} ({_short(c.date)!r})" for c in members[:5])
+        more = f" and {len(members) - 5} more" if len(members) > 5 else ""
+        warnings.append(TraceWarning(
+            f"the date of {shown}{more} could not be read, so {'it was' if len(members) == 1 else 'they were'} "
+            f"not compared with the other versions of {doc}: neither stale nor making another stale",
+            "unparsed_date", [c.id for c in members]))
     for doc, members in families.items():
         top = max(version_key(c) for c in members)
         newest_members = [c for c in members if version_key(c) == top]

@@ -1,7 +1,10 @@
 """Every cache the engine keeps, owned here: bounded, safe under concurrent builds, cleared in one call.
 
 Two kinds. A :class:`Memo` holds a stage's result for the last few inputs, so a
-slider move redoes only what it changed. A :class:`ByText` holds results of a pure
+slider move redoes only what it changed: at most ``most`` entries each, and, across
+all of them, entries made for the last :data:`INPUTS` candidate sets only (a build
+names its input with :func:`building`; an older input's entries all go when a new
+one arrives, so a closed session's upload is not held by the stage memos). A :class:`ByText` holds results of a pure
 function of one text (token counts, word sets, label lines); they never go stale,
 so they are bounded by the bytes they hold instead: ``CTXCORE_CACHE_MB`` (default
 512) shared between them. Streamlit runs sessions as threads of one process, so
@@ -10,10 +13,14 @@ writes take a lock, and the collector pause of a build is counted across builds.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import os
 import threading
+from collections import OrderedDict
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -31,12 +38,19 @@ def _total_bytes() -> int:
     return max(1, int(mb * 1024 * 1024))
 
 
+INPUTS = 4  # candidate sets whose stage results are remembered (each app session has one at a time)
+_INPUT: ContextVar = ContextVar("ctxcore.memo.input", default=None)
+_RECENT: "OrderedDict[tuple, None]" = OrderedDict()  # the last INPUTS inputs, oldest first
+
+
 class Memo(dict):
-    """A dict of at most ``most`` entries, oldest dropped first."""
+    """A dict of at most ``most`` entries, oldest dropped first; an entry made while a build of some
+    input runs (:func:`building`) is dropped, too, when that input is no longer among the last INPUTS."""
 
     def __init__(self, most: int):
         super().__init__()
         self.most = most
+        self.inputs: dict = {}  # key -> the input it was made for (only for entries made within a build)
         _MEMOS.append(self)
 
     def keep(self, key, value: V) -> V:
@@ -47,9 +61,16 @@ class Memo(dict):
         """
         with _LOCK:
             self.pop(key, None)
+            self.inputs.pop(key, None)
             while len(self) >= self.most:
-                self.pop(next(iter(self)))
-            self[key] = value
+                oldest = next(iter(self))
+                self.pop(oldest)
+                self.inputs.pop(oldest, None)
+            made_for = _INPUT.get()
+            if made_for is None or made_for in _RECENT:  # (an input dropped while its build ran: not kept)
+                self[key] = value
+                if made_for is not None:
+                    self.inputs[key] = made_for
         return value
 
     def of(self, obj: T, make: Callable[[T], V]) -> V:
@@ -59,6 +80,48 @@ class Memo(dict):
         if held is None or held[0] is not obj:
             held = self.keep(id(obj), (obj, make(obj)))
         return held[1]
+
+    def clear(self) -> None:
+        with _LOCK:
+            super().clear()
+            self.inputs.clear()
+
+    def _drop_input(self, gone) -> None:
+        for key in [k for k, made_for in self.inputs.items() if made_for == gone]:
+            self.pop(key, None)
+            del self.inputs[key]
+
+
+@contextmanager
+def building(candidates):
+    """Within this block, stage memos file what they keep under this input (its records, by identity).
+    Entering with an input that is not among the last :data:`INPUTS` drops every entry made for the
+    oldest one.
+
+    >>> first, others = (object(),), [(object(),) for _ in range(INPUTS)]
+    >>> m = Memo(8)
+    >>> with building(first): _ = m.keep("x", 1)
+    >>> for other in others:
+    ...     with building(other): pass
+    >>> "x" in m, len(_RECENT) == INPUTS
+    (False, True)
+    >>> _MEMOS.remove(m)
+    """
+    ident = tuple(map(id, candidates))
+    with _LOCK:
+        if ident in _RECENT:
+            _RECENT.move_to_end(ident)
+        else:
+            _RECENT[ident] = None
+            while len(_RECENT) > INPUTS:
+                gone, _ = _RECENT.popitem(last=False)
+                for memo in _MEMOS:
+                    memo._drop_input(gone)
+    token = _INPUT.set(ident)
+    try:
+        yield
+    finally:
+        _INPUT.reset(token)
 
 
 def _cost(key) -> int:
@@ -162,6 +225,7 @@ def forget() -> None:
     with _LOCK:
         for memo in _MEMOS:
             memo.clear()
+        _RECENT.clear()
 
 
 def clear() -> None:
@@ -175,6 +239,27 @@ def clear() -> None:
 def held_bytes() -> int:
     """Bytes the caches by text are charged for, all together."""
     return sum(c.bytes for c in list(_BY_TEXT.values()))
+
+
+def _libc_trim():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to call
+        return None
+
+
+_TRIM = _libc_trim()
+
+
+def give_back() -> None:
+    """Collect garbage and hand freed heap memory back to the system (glibc ``malloc_trim``; elsewhere
+    only the collection). Freed memory otherwise stays in the process: a server's RSS would keep the
+    high-water mark of every upload it has seen. Costs a full collection and a walk of the free heap
+    (tens of milliseconds at a few hundred MB): for after a large input is gone, not for every rerun."""
+    gc.collect()
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 _PAUSES = 0

@@ -165,7 +165,9 @@ _REMEMBERED = Memo(32)
 def build(candidates: Iterable[Candidate], query: str, config: Optional[Config] = None,
           inputs: Optional[Inputs] = None) -> Trace:
     """Decide every candidate's fate and assemble the prompt. Deterministic."""
-    with memo.collector_paused():  # re-scanning cached records would cost a fifth of a 10k build
+    candidates = tuple(candidates)
+    # (memos file their entries under this input, and keep entries for the last memo.INPUTS inputs only)
+    with memo.collector_paused(), memo.building(candidates):  # re-scanning cached records: a fifth of a build
         return _build(candidates, query, config, inputs)
 
 

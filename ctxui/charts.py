@@ -10,7 +10,7 @@ import streamlit as st
 
 from ctxcore import Trace
 
-from .text import esc
+from .text import esc, visible_frame
 from .theme import KIND_COLORS
 
 
@@ -133,6 +133,7 @@ def token_bars(trace: Trace) -> None:
     rows = [{"#": i, "kind": b.kind, "label": b.label, "id": b.id, "tokens": b.tokens,
              "share": b.tokens / safe} for i, b in enumerate(trace.blocks, 1)]
     df = pd.DataFrame(rows, columns=["#", "kind", "label", "id", "tokens", "share"])
+    visible_frame(df, ("label", "id"))
     st.dataframe(df, hide_index=True, width="stretch", height=min(38 + 35 * max(len(df), 1), 360),
                  column_config={
                      "#": st.column_config.NumberColumn("#", width="small"),

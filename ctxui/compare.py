@@ -14,6 +14,7 @@ from ctxcore import Config, Loaded, Trace
 from .scenario import _scenario
 from .settings import DEFAULTS
 from .state import current_config, link_page_param
+from .text import visible_frame
 from .theme import _fate_style
 
 
@@ -97,6 +98,8 @@ def moved_passages(a: Trace, b: Trace) -> pd.DataFrame:
 def changes_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:
     """The fate-changes frame with the two sides' names as column titles."""
     a, b = names
+    df = df.copy()
+    visible_frame(df, ("id", "why_a", "why_b"))
     cfg = {
         "id": st.column_config.TextColumn("id", width="medium"),
         "fate_a": st.column_config.TextColumn(f"fate {a}"),
@@ -110,6 +113,8 @@ def changes_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:
 
 def moved_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:
     a, b = names
+    df = df.copy()
+    visible_frame(df, ("id", "label_a", "label_b"))
     st.dataframe(df, hide_index=True, width="stretch", key=key, column_config={
         "id": st.column_config.TextColumn("id", width="medium"),
         "position_a": st.column_config.NumberColumn(f"position {a}"),

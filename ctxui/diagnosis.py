@@ -14,6 +14,8 @@ from ctxcore.answer import check_answer
 from ctxcore.explain import explain_text, findings
 from ctxcore.reach import logged_vs_replay
 
+from .text import visible_frame
+
 SEVERITY = {3: "likely cause", 2: "worth fixing", 1: "note"}
 
 
@@ -43,14 +45,18 @@ def diagnose(key: str, trace: Trace, answer: str, logged: Logged) -> tuple[list,
 
 def explain_frame(trace: Trace, needle: str) -> pd.DataFrame:
     """Every candidate containing ``needle``: its fate, why, and the verified fix (empty: retrieval missed it)."""
-    return pd.DataFrame([{
+    frame = pd.DataFrame([{
         "id": e.id, "fate": e.fate, "stage": e.stage, "why": f"{e.note}. {e.reason}",
         "fix": json.dumps(e.fix) if e.fix else "", "verified": e.fix_verified} for e in explain_text(trace, needle)])
+    visible_frame(frame, ("id", "why"))  # for display: ids and reasons show their invisible characters
+    return frame
 
 
 def claims_frame(checks: list) -> pd.DataFrame:
-    return pd.DataFrame([{"kind": c.kind, "verdict": c.verdict, "claim": c.claim, "detail": c.detail}
-                         for c in checks], columns=["kind", "verdict", "claim", "detail"])
+    frame = pd.DataFrame([{"kind": c.kind, "verdict": c.verdict, "claim": c.claim, "detail": c.detail}
+                          for c in checks], columns=["kind", "verdict", "claim", "detail"])
+    visible_frame(frame, ("claim", "detail"))
+    return frame
 
 
 def replay_frame(trace: Trace, logged_prompt: str) -> pd.DataFrame:
@@ -60,4 +66,5 @@ def replay_frame(trace: Trace, logged_prompt: str) -> pd.DataFrame:
                            "difference": d.change} for d in logged_vs_replay(trace, logged_prompt)])
     for column in ("order sent", "replay position"):  # blank, not None, where there is no place
         frame[column] = frame[column].astype("Int64")
+    visible_frame(frame, ("id", "difference"))
     return frame

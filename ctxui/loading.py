@@ -14,7 +14,7 @@ from typing import Any, Optional
 import streamlit as st
 
 import ctxcore
-from ctxcore import BuildError, Config, InputError, Loaded, Trace
+from ctxcore import BuildError, Config, InputError, Loaded, Trace, memo
 from ctxcore.formats import load_file
 
 from .state import current_config
@@ -34,9 +34,30 @@ def content_key(name: str, data: bytes) -> str:
     return hashlib.sha256(name.encode("utf-8", "replace") + b"\0" + data).hexdigest()
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+SMALL_FILE = 1024 * 1024  # bytes; files under this (the samples, most uploads) share the bigger cache
+SMALL_KEPT, LARGE_KEPT, BUILDS_KEPT = 32, 3, 4  # entries each cache keeps, across every session
+
+
+# Parsed files are kept as the objects themselves (st.cache_resource), like builds: st.cache_data would pickle
+# each one on a miss (a 20 MB upload pickled is tens of MB more, held on top of the object every session
+# unpickles from it, and deeply nested metadata cannot be pickled at all, though the CLI reads it). A Loaded is
+# frozen and the pages never change one. Large files get a cache of their own with few entries, so that a
+# closed session's upload is gone after a few others, and samples are not pushed out by uploads.
+@st.cache_resource(show_spinner=False, max_entries=SMALL_KEPT)
+def _load_small(key: str, name: str, _data: bytes) -> Loaded:
+    return ctxcore.load(_data, name=name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=LARGE_KEPT)
+def _load_large(key: str, name: str, _data: bytes) -> Loaded:
+    memo.give_back()  # what uploads before this one left behind, before the next one is read
+    return ctxcore.load(_data, name=name)
+
+
 def _load(name: str, data: bytes) -> Loaded:
-    return ctxcore.load(data, name=name)
+    """The file's Loaded (raises InputError); keyed by content, so the same bytes are read once."""
+    key = content_key(name, data)
+    return (_load_small if len(data) < SMALL_FILE else _load_large)(key, name, data)
 
 
 def load_bytes(name: str, data: bytes) -> tuple[str, Loaded]:
@@ -44,12 +65,17 @@ def load_bytes(name: str, data: bytes) -> tuple[str, Loaded]:
     return content_key(name, data), _load(name, data)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=LARGE_KEPT)
+def _load_trace_cached(key: str, name: str, trace_id: str, _data: bytes) -> Loaded:
+    return load_file(_data, trace_id=trace_id, name=name)
+
+
 def _load_trace(name: str, data: bytes, trace_id: str) -> Loaded:
-    return load_file(data, trace_id=trace_id, name=name)
+    """One trace of a logged file that holds several (raises InputError)."""
+    return _load_trace_cached(content_key(name, data), name, trace_id, data)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@st.cache_resource(show_spinner=False, max_entries=BUILDS_KEPT)
 def _build(loaded_key: str, config_json: str, query: str, _loaded: Loaded) -> Trace:
     """One build, kept as the object itself (a Trace is frozen, so sharing it is safe).
 

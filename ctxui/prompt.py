@@ -8,7 +8,7 @@ import ctxcore
 from ctxcore import Trace
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=8)  # a prompt near the 10M-token limit has that many pieces
 def _pieces(encoding: str, text: str) -> list[str]:
     return ctxcore.get_tokenizer(encoding).pieces(text)
 

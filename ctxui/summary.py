@@ -7,7 +7,7 @@ import streamlit as st
 import ctxcore
 from ctxcore import Trace
 
-from .text import md_escape
+from .text import md_escape, visible
 from .theme import fate_badges
 
 
@@ -67,4 +67,4 @@ def warnings_list(trace: Trace, limit: int = 5) -> None:
         st.warning(md_escape(w), icon=":material/warning:")
     if len(ws) > limit:
         with st.expander(f"All {len(ws)} warnings"):
-            st.code("\n".join(ws), language=None, wrap_lines=True)
+            st.code(visible("\n".join(ws)), language=None, wrap_lines=True)

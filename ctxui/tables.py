@@ -12,13 +12,18 @@ import ctxcore
 from ctxcore import Trace
 
 from .state import bound
-from .text import md_escape
+from .text import md_escape, visible, visible_frame
 from .theme import _fate_style
 
 
 MAX_PICKER = 5000       # above this many candidates the detail view asks for an id instead of a list
 FATES_COLUMNS = ["#", "id", "fate", "stage", "reason", "score", "tokens", "prompt_tokens", "label", "position",
                  "duplicate_of", "superseded_by", "merged_into", "similarity"]
+NO_CANDIDATES = ("This input has no candidates, so there is nothing to keep or drop: the prompt holds the fixed "
+                 "blocks and the question, and the model is told to abstain. Upload a file with candidates or "
+                 "pick a sample scenario.")
+SHOWN_TEXT = ("id", "stage", "reason", "label", "duplicate_of", "superseded_by", "merged_into")
+SHOWN_DEPTH = 12        # metadata deeper than this is shown as "…" in the detail view (the trace keeps it)
 
 
 def fates_frame(trace: Trace) -> pd.DataFrame:
@@ -51,6 +56,7 @@ def fates_frame(trace: Trace) -> pd.DataFrame:
     } if ds else {}, columns=FATES_COLUMNS)
     for name in ("tokens", "prompt_tokens", "position"):
         df[name] = df[name].astype("Int64")
+    visible_frame(df, SHOWN_TEXT)  # for display: the ids themselves are read from the trace by row ("#")
     st.session_state["ctx.fates_memo"] = (trace, df)
     return df
 
@@ -66,15 +72,19 @@ def _select_row() -> None:
 
 
 def fates_table(trace: Trace) -> pd.DataFrame:
-    """The fates table with a fate filter; returns the shown frame."""
+    """The fates table with a fate filter; returns the shown frame. With no candidates, an empty state."""
     df = fates_frame(trace)
+    if not len(df):
+        st.info(NO_CANDIDATES, icon=":material/inbox:")
+        st.session_state["ctx.table_ids"] = []
+        return df
     counts = trace.fate_counts()
     present = [f for f in ctxcore.FATES if counts.get(f)]
     chosen = bound(st.multiselect, "fates", "dbg.fates", "Filter by fate", list(ctxcore.FATES),
                    format_func=lambda f: f"{f} ({counts.get(f, 0)})", placeholder="All fates",
                    help="; ".join(f"{f}: {ctxcore.FATE_MEANINGS[f]}" for f in present))
     shown = (df[df["fate"].isin(chosen)] if chosen else df).reset_index(drop=True)
-    st.session_state["ctx.table_ids"] = shown["id"].tolist()
+    st.session_state["ctx.table_ids"] = [trace.decisions[i - 1].id for i in shown["#"].tolist()]
     scores = pd.to_numeric(df["score"], errors="coerce").dropna()
     lo = min(0.0, float(scores.min())) if len(scores) else 0.0
     hi = max(1.0, float(scores.max())) if len(scores) else 1.0
@@ -110,7 +120,10 @@ def fates_table(trace: Trace) -> pd.DataFrame:
 
 def detail_view(trace: Trace, shown: pd.DataFrame) -> None:
     """One candidate: its text (as text), where it went, and the full decision as JSON."""
-    ids = shown["id"].tolist() if len(shown) else [d.id for d in trace.decisions]
+    if not trace.decisions:
+        st.caption("No candidate to show: the input has none.")
+        return
+    ids = [trace.decisions[i - 1].id for i in shown["#"].tolist()] if len(shown) else [d.id for d in trace.decisions]
     ss = st.session_state
     if len(ids) > MAX_PICKER:
         cid = st.text_input("Candidate id", key="dbg.detail_id", placeholder="type an id from the table")
@@ -122,7 +135,7 @@ def detail_view(trace: Trace, shown: pd.DataFrame) -> None:
             ss["dbg.detail"] = kept[0] if kept else (ids[0] if ids else None)
         fates = {d.id: d.fate for d in trace.decisions}
         cid = st.selectbox("Candidate", ids, key="dbg.detail",
-                           format_func=lambda i: f"{i}  —  {fates.get(i, '?')}")
+                           format_func=lambda i: f"{visible(i)}  —  {fates.get(i, '?')}")
     try:
         d = trace.decision(cid)
     except KeyError:
@@ -131,8 +144,8 @@ def detail_view(trace: Trace, shown: pd.DataFrame) -> None:
     cand = next((c for c in trace.candidates if c.id == cid), None)
     left, right = st.columns([3, 2])
     with left:
-        st.text(f"Fate: {d.fate} · decided by stage: {d.stage}")  # a saved trace may carry any strings
-        st.text(d.reason)
+        st.text(visible(f"Fate: {d.fate} · decided by stage: {d.stage}"))  # a saved trace may carry any strings
+        st.text(visible(d.reason))
         st.caption("Chunk text as read (shown as plain text)")
         st.code(cand.text if cand else "", language=None, wrap_lines=True)
         if d.text is not None:
@@ -140,12 +153,26 @@ def detail_view(trace: Trace, shown: pd.DataFrame) -> None:
             st.code(d.text, language=None, wrap_lines=True)
     with right:
         decision_tab, fields_tab = st.tabs(["Decision (JSON)", "Candidate fields"])
-        decision_tab.code(json.dumps(dataclasses.asdict(d), ensure_ascii=False, indent=2), language="json",
-                          wrap_lines=True)
+        decision_tab.code(visible(json.dumps(_fields(d), ensure_ascii=False, indent=2, default=str)),
+                          language="json", wrap_lines=True)
         if cand is not None:
-            meta = {k: v for k, v in dataclasses.asdict(cand).items()
-                    if k not in ("text",) and v not in (None, {}, (), False)}
+            meta = {k: v for k, v in _fields(cand).items() if k not in ("text",) and v not in (None, {}, (), False)}
             if "embedding" in meta:
                 meta["embedding"] = f"{len(cand.embedding)} numbers"
-            fields_tab.code(json.dumps(meta, ensure_ascii=False, indent=2, default=str), language="json",
+            fields_tab.code(visible(json.dumps(meta, ensure_ascii=False, indent=2, default=str)), language="json",
                             wrap_lines=True)
+
+
+def _fields(record) -> dict:
+    """A record's fields as JSON-ready values, nested values cut at SHOWN_DEPTH levels (not
+    ``dataclasses.asdict``: it recurses once per level, and metadata nested a few hundred deep, which the
+    loaders accept, would end the page in a RecursionError)."""
+    return {f.name: _shallow(getattr(record, f.name), SHOWN_DEPTH) for f in dataclasses.fields(record)}
+
+
+def _shallow(value, depth: int):
+    if isinstance(value, dict):
+        return {str(k): _shallow(v, depth - 1) for k, v in value.items()} if depth > 0 else "…"
+    if isinstance(value, (list, tuple)):
+        return [_shallow(v, depth - 1) for v in value] if depth > 0 else "…"
+    return value
