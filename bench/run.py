@@ -138,37 +138,52 @@ with open(sys.argv[1], encoding="utf-8") as fh:
     texts = [c["text"] for c in json.load(fh)["candidates"]]
 enc.encode_ordinary_batch(texts, num_threads=2)
 """
-# runs one command and prints its wall time and peak RSS (a fresh child, so nothing else is counted)
+# runs one command and prints its wall time, CPU time (user + system) and peak RSS (a fresh child, so
+# nothing else is counted). On a shared machine the CPU time moves far less than the wall time.
 MEASURED = """
 import resource, subprocess, sys, time
 t0 = time.perf_counter()
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
-print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(time.perf_counter() - t0, use.ru_utime + use.ru_stime, use.ru_maxrss / 1024)
 """
 
 
-def _process(cmd: list) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of a fresh process running ``cmd`` from the repository root."""
+def _process(cmd: list) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MB) of a fresh process running ``cmd`` from the repository root."""
     out = subprocess.run([sys.executable, "-c", MEASURED, *cmd], check=True, capture_output=True, text=True,
                          cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
-    wall, rss = out.stdout.split()
-    return float(wall), float(rss)
+    wall, cpu, rss = out.stdout.split()
+    return float(wall), float(cpu), float(rss)
 
 
 def cli_ratio(corpus: str, n: int, reps: int, folder: str) -> dict:
     """Fresh CLI builds against fresh tokenizer-only processes on one file, alternately."""
     path = corpora.write(corpus, n, os.path.join(folder, f"{corpus}-{n}.json"))
-    count, build_, rss = [], [], []
+    count, build_, count_cpu, build_cpu, rss = [], [], [], [], []
     for _ in range(reps):
-        count.append(_process([sys.executable, "-c", COUNT_ONLY, path])[0])
-        wall, peak = _process([sys.executable, "-m", "ctxcore", "build", path, "--format", "json"])
+        wall, cpu, _ = _process([sys.executable, "-c", COUNT_ONLY, path])
+        count.append(wall)
+        count_cpu.append(cpu)
+        wall, cpu, peak = _process([sys.executable, "-m", "ctxcore", "build", path, "--format", "json"])
         build_.append(wall)
+        build_cpu.append(cpu)
         rss.append(peak)
     stats = lambda runs: {"median": statistics.median(runs), "min": min(runs), "max": max(runs)}  # noqa: E731
     return {"n": n, "count_only": stats(count), "cli_build": stats(build_), "peak_rss_mb": max(rss),
+            "count_only_cpu": stats(count_cpu), "cli_build_cpu": stats(build_cpu),
             "ratio_median": statistics.median(build_) / statistics.median(count),
             "ratio_min": min(build_) / min(count),
+            "cpu_ratio_median": statistics.median(build_cpu) / statistics.median(count_cpu),
             "ratios": [b / c for b, c in zip(build_, count)]}
+
+
+def corpus_rss(corpus: str, n: int) -> float:
+    """Peak RSS (MB) of a fresh process that generates n candidates of a corpus and builds them."""
+    code = (f"import sys; sys.path[:0]={[ROOT, HERE]!r}; import corpora; from ctxcore import build, Config; "
+            f"from ctxcore.loaders import candidates_from_objects; "
+            f"build(candidates_from_objects(corpora.candidates({corpus!r}, {n})), {QUERY!r}, Config())")
+    return _process([sys.executable, "-c", code])[2]
 
 
 def corpus_rows(args, result):
@@ -188,6 +203,10 @@ def corpus_rows(args, result):
                   f"{row['cold']['median'] * 1000:.0f} ms ({row['ratios']['cold']:.2f}x), without near-dedup "
                   f"{row['cold_no_near_dup']['median'] * 1000:.0f} ms ({row['ratios']['cold_no_near_dup']:.2f}x)"
                   f" [medians of {args.reps}]", flush=True)
+        if args.rss:
+            rows[f"peak_rss_mb_{args.rss}"] = r = corpus_rss(corpus, args.rss)
+            print(f"{corpus} {args.rss:,}: peak RSS of a build in a fresh process {r:.0f} MB (beyond the loaders' "
+                  f"file limit, so built from the generated candidates)", flush=True)
         if args.cli:
             with tempfile.TemporaryDirectory(prefix="ctxcore-bench-") as folder:
                 for n in args.cli:
@@ -195,7 +214,9 @@ def corpus_rows(args, result):
                     print(f"{corpus} {n:,} fresh processes: count-only {r['count_only']['median']:.2f} s (min "
                           f"{r['count_only']['min']:.2f}), CLI build {r['cli_build']['median']:.2f} s (min "
                           f"{r['cli_build']['min']:.2f}): {r['ratio_median']:.2f}x of medians, "
-                          f"{r['ratio_min']:.2f}x of minimums; peak RSS {r['peak_rss_mb']:.0f} MB", flush=True)
+                          f"{r['ratio_min']:.2f}x of minimums; CPU {r['count_only_cpu']['median']:.2f} s against "
+                          f"{r['cli_build_cpu']['median']:.2f} s ({r['cpu_ratio_median']:.2f}x); peak RSS "
+                          f"{r['peak_rss_mb']:.0f} MB [{args.reps} of each, alternately]", flush=True)
 
 
 def main(argv=None):

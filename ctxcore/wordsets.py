@@ -70,6 +70,7 @@ def word_sets(texts: Sequence[str]) -> WordSets:
     blob = "\n".join(lowered).encode("utf-8", "surrogatepass")  # non-ASCII bytes are >= 0x80: never a word
     lengths = np.fromiter((len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass")) for s in lowered),
                           dtype=np.int64, count=len(lowered))
+    del lowered  # at 100k texts every array here is 100 MB or more: each goes as soon as it is used
     text_starts = np.zeros(len(texts), dtype=np.int64)
     np.cumsum(lengths[:-1] + 1, out=text_starts[1:])
 
@@ -77,6 +78,7 @@ def word_sets(texts: Sequence[str]) -> WordSets:
     edges = np.diff((codes > 0).view(np.int8), prepend=np.int8(0))
     first = np.flatnonzero(edges == 1)
     length = np.flatnonzero(edges == -1) - first
+    del edges
     per_text = np.diff(np.searchsorted(first, text_starts), append=len(first))
     text = np.repeat(np.arange(len(texts), dtype=np.int64), per_text)
 
@@ -84,7 +86,10 @@ def word_sets(texts: Sequence[str]) -> WordSets:
     window = np.ndarray((len(codes) - 7,), dtype="<u8", buffer=codes, strides=(1,))
     head = _base37(window[first] & _MASKS[np.minimum(length, 8)])
     tail = _base37(window[first + 8] & _MASKS[np.clip(length - 8, 0, 4)]) // _37_4  # its first four digits
-    key = head * _37_4 + tail
+    key = head
+    key *= _37_4
+    key += tail
+    del tail, window
     long_words = np.flatnonzero(length > _PACKED)
     if long_words.size:
         seen: dict[bytes, int] = {}
@@ -92,7 +97,7 @@ def word_sets(texts: Sequence[str]) -> WordSets:
             (seen.setdefault(blob[s:s + n], len(seen)) for s, n in zip(first[long_words].tolist(),
                                                                    length[long_words].tolist())),
             dtype=np.uint64, count=long_words.size)
-
+    del blob, codes, first, length
     return _sets(key, text, len(texts))
 
 
@@ -138,10 +143,16 @@ def _sets(key: np.ndarray, text: np.ndarray, n: int) -> WordSets:
     """
     places = len(key)
     low = max(1, (places - 1).bit_length())
-    packed = np.sort(((key.astype(np.uint64) * _MIX) >> np.uint64(low) << np.uint64(low))
-                     | np.arange(places, dtype=np.uint64))
+    packed = key.astype(np.uint64)  # a copy, changed in place from here on
+    packed *= _MIX
+    packed >>= np.uint64(low)
+    packed <<= np.uint64(low)
+    packed |= np.arange(places, dtype=np.uint64)
+    packed.sort()
     order = (packed & np.uint64((1 << low) - 1)).astype(np.int64)
-    change = (packed[1:] >> np.uint64(low)) != (packed[:-1] >> np.uint64(low))
+    packed >>= np.uint64(low)
+    change = packed[1:] != packed[:-1]
+    del packed
     ordered = key[order]
     if (ordered[1:] != ordered[:-1])[~change].any():  # one hash, two keys
         order = np.argsort(key, kind="stable")
@@ -257,8 +268,8 @@ def similar_pairs(sets: WordSets, threshold: float) -> list[list[tuple[int, floa
         bucket = ((i * n + j).astype(np.uint64) * _MIX) >> np.uint64(64 - _HASH_BITS)
         enough = share * (a + b) * slack
         beyond = np.where(last[i] <= last[j], a - prefix[i], b - prefix[j])
-        keep = ((np.bincount(bucket, minlength=1 << _HASH_BITS)[bucket] + beyond >= enough)
-                & (np.bincount(bucket, weights=reach >= enough, minlength=1 << _HASH_BITS)[bucket] > 0))
+        reaching = np.bincount(bucket[reach >= enough], minlength=1 << _HASH_BITS)[bucket] > 0
+        keep = reaching & (np.bincount(bucket, minlength=1 << _HASH_BITS)[bucket] + beyond >= enough)
         reach = reach[keep]
         if not len(reach):
             continue
