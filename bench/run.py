@@ -2,6 +2,13 @@
 
     python bench/run.py                 # 1k and 10k, 5 repetitions (a few minutes)
     python bench/run.py --sizes 1000 10000 100000 --reps 3
+    python bench/run.py --corpora prose templated --sizes 10000 --cli 10000 --reps 5   # issue #18
+
+With ``--corpora``, the sizes are built from bench/corpora.py's corpora instead of bench/synth.py's
+set (in process: the tokenizer floor and a cold build), and ``--cli N`` times fresh processes on a
+file of N candidates of each corpus (written to a temporary directory): ``python -m ctxcore build FILE
+--format json`` against a process that only loads the same file and counts every text once with
+tiktoken, run alternately, with the peak RSS of each build process.
 
 Prints a table and writes bench/results.json. Not part of the test suite.
 """
@@ -16,11 +23,13 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 
+import corpora  # noqa: E402
 import synth  # noqa: E402
 
 from ctxcore import Config, build, get_tokenizer  # noqa: E402
@@ -54,10 +63,10 @@ def floor(cands, reps):
     return timed(lambda: enc.encode_ordinary_batch(texts, num_threads=2), reps)
 
 
-def cold(cands, reps):
+def cold(cands, reps, config=Config()):
     def once():
         clear_caches()
-        build(cands, QUERY, Config())
+        build(cands, QUERY, config)
     return timed(once, reps)
 
 
@@ -119,6 +128,97 @@ def peak_rss(n: int) -> float:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
+ROOT = os.path.dirname(HERE)
+# the tokenizer-only process: load the file, count every text once (two threads, as the build counts)
+COUNT_ONLY = """
+import json, sys
+from ctxcore.tokens import get_tokenizer
+enc = get_tokenizer("cl100k_base")._encoding
+with open(sys.argv[1], encoding="utf-8") as fh:
+    texts = [c["text"] for c in json.load(fh)["candidates"]]
+enc.encode_ordinary_batch(texts, num_threads=2)
+"""
+# runs one command and prints its wall time, CPU time (user + system) and peak RSS (a fresh child, so
+# nothing else is counted). On a shared machine the CPU time moves far less than the wall time.
+MEASURED = """
+import resource, subprocess, sys, time
+t0 = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(time.perf_counter() - t0, use.ru_utime + use.ru_stime, use.ru_maxrss / 1024)
+"""
+
+
+def _process(cmd: list) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MB) of a fresh process running ``cmd`` from the repository root."""
+    out = subprocess.run([sys.executable, "-c", MEASURED, *cmd], check=True, capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+    wall, cpu, rss = out.stdout.split()
+    return float(wall), float(cpu), float(rss)
+
+
+def cli_ratio(corpus: str, n: int, reps: int, folder: str) -> dict:
+    """Fresh CLI builds against fresh tokenizer-only processes on one file, alternately."""
+    path = corpora.write(corpus, n, os.path.join(folder, f"{corpus}-{n}.json"))
+    count, build_, count_cpu, build_cpu, rss = [], [], [], [], []
+    for _ in range(reps):
+        wall, cpu, _ = _process([sys.executable, "-c", COUNT_ONLY, path])
+        count.append(wall)
+        count_cpu.append(cpu)
+        wall, cpu, peak = _process([sys.executable, "-m", "ctxcore", "build", path, "--format", "json"])
+        build_.append(wall)
+        build_cpu.append(cpu)
+        rss.append(peak)
+    stats = lambda runs: {"median": statistics.median(runs), "min": min(runs), "max": max(runs)}  # noqa: E731
+    return {"n": n, "count_only": stats(count), "cli_build": stats(build_), "peak_rss_mb": max(rss),
+            "count_only_cpu": stats(count_cpu), "cli_build_cpu": stats(build_cpu),
+            "ratio_median": statistics.median(build_) / statistics.median(count),
+            "ratio_min": min(build_) / min(count),
+            "cpu_ratio_median": statistics.median(build_cpu) / statistics.median(count_cpu),
+            "ratios": [b / c for b, c in zip(build_, count)]}
+
+
+def corpus_rss(corpus: str, n: int) -> float:
+    """Peak RSS (MB) of a fresh process that generates n candidates of a corpus and builds them."""
+    code = (f"import sys; sys.path[:0]={[ROOT, HERE]!r}; import corpora; from ctxcore import build, Config; "
+            f"from ctxcore.loaders import candidates_from_objects; "
+            f"build(candidates_from_objects(corpora.candidates({corpus!r}, {n})), {QUERY!r}, Config())")
+    return _process([sys.executable, "-c", code])[2]
+
+
+def corpus_rows(args, result):
+    """In process, per corpus and size: the tokenizer floor, a cold build, and the build without near-dedup."""
+    from ctxcore.loaders import candidates_from_objects
+
+    result["corpora"] = {}
+    for corpus in args.corpora:
+        rows = result["corpora"][corpus] = {}
+        for n in args.sizes:
+            cands = candidates_from_objects(corpora.candidates(corpus, n))
+            row = {"floor": floor(cands, args.reps), "cold": cold(cands, args.reps),
+                   "cold_no_near_dup": cold(cands, args.reps, Config(near_dup=None))}
+            row["ratios"] = {k: v["median"] / row["floor"]["median"] for k, v in row.items() if k != "floor"}
+            rows[n] = row
+            print(f"{corpus} {n:,}: floor {row['floor']['median'] * 1000:.0f} ms, cold build "
+                  f"{row['cold']['median'] * 1000:.0f} ms ({row['ratios']['cold']:.2f}x), without near-dedup "
+                  f"{row['cold_no_near_dup']['median'] * 1000:.0f} ms ({row['ratios']['cold_no_near_dup']:.2f}x)"
+                  f" [medians of {args.reps}]", flush=True)
+        if args.rss:
+            rows[f"peak_rss_mb_{args.rss}"] = r = corpus_rss(corpus, args.rss)
+            print(f"{corpus} {args.rss:,}: peak RSS of a build in a fresh process {r:.0f} MB (beyond the loaders' "
+                  f"file limit, so built from the generated candidates)", flush=True)
+        if args.cli:
+            with tempfile.TemporaryDirectory(prefix="ctxcore-bench-") as folder:
+                for n in args.cli:
+                    r = rows[f"cli_{n}"] = cli_ratio(corpus, n, args.reps, folder)
+                    print(f"{corpus} {n:,} fresh processes: count-only {r['count_only']['median']:.2f} s (min "
+                          f"{r['count_only']['min']:.2f}), CLI build {r['cli_build']['median']:.2f} s (min "
+                          f"{r['cli_build']['min']:.2f}): {r['ratio_median']:.2f}x of medians, "
+                          f"{r['ratio_min']:.2f}x of minimums; CPU {r['count_only_cpu']['median']:.2f} s against "
+                          f"{r['cli_build_cpu']['median']:.2f} s ({r['cpu_ratio_median']:.2f}x); peak RSS "
+                          f"{r['peak_rss_mb']:.0f} MB [{args.reps} of each, alternately]", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
@@ -130,10 +230,18 @@ def main(argv=None):
     ap.add_argument("--near-reps", type=int, default=3)
     ap.add_argument("--dedup-low", type=float, default=0.1, help="also compare near-dedup at this threshold")
     ap.add_argument("--every-setting", action="store_true", help="warm rebuilds for every setting, at the largest size")
+    ap.add_argument("--corpora", nargs="+", choices=corpora.CORPORA,
+                    help="build bench/corpora.py's corpora at --sizes (and only those)")
+    ap.add_argument("--cli", type=int, nargs="*", default=[],
+                    help="with --corpora: fresh CLI builds of this many candidates against fresh tokenizer-only "
+                         "processes")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args(argv)
     result = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                           "platform": platform.platform()}, "sizes": {}}
+    if args.corpora:
+        corpus_rows(args, result)
+        return _write(args, result)
     for n in args.sizes:
         cands = synth.candidates(n)
         row = {"floor": floor(cands, args.reps), "cold": cold(cands, args.reps)}
@@ -174,14 +282,20 @@ def main(argv=None):
     if args.rss:
         result["peak_rss_mb"] = {args.rss: peak_rss(args.rss)}
         print(f"peak RSS building {args.rss} candidates: {result['peak_rss_mb'][args.rss]:.0f} MB")
+    _write(args, result)
+    if not all(d["identical"] for d in result["dedup"]):
+        sys.exit("near-dedup survivors differ from the all-pairs definition")
+
+
+def _write(args, result):
     if os.path.exists(args.out):  # keep what other scripts (bench/browser.py) wrote there
         with open(args.out) as fh:
             result = {**json.load(fh), **result}
+    if "corpora" in result and args.corpora:
+        result["corpora"] = {**result.get("corpora", {}), **result["corpora"]}
     with open(args.out, "w") as fh:
         json.dump(result, fh, indent=2)
     print(f"wrote {args.out}")
-    if not all(d["identical"] for d in result["dedup"]):
-        sys.exit("near-dedup survivors differ from the all-pairs definition")
 
 
 if __name__ == "__main__":

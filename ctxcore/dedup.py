@@ -43,6 +43,11 @@ _MARGIN, _LOWEST, _MARGIN_PAIRS = 0.1, 0.5, 5_000_000
 # nearly every pair (1k chunks at 0.05: join 1.8 s, sweep 1 ms). A join's pairs answer every threshold
 # above it too; a sweep answers its own.
 _SWEEP_FROM = 1_000_000
+# past this many candidate pairs, near-dedup counts shared words on bit rows instead (wordsets.dense_sweep)
+# when that costs less: small vocabularies, where the sets share most of their words and the join's filters
+# let nearly every pair through (10k templated chunks of a 120-word vocabulary: a join of 500M candidate
+# pairs, a dense sweep of 0.2 s). Below it the join is cheap, and its pairs answer other thresholds too.
+_DENSE_FROM = 200_000
 
 
 def _vectorised():
@@ -69,13 +74,15 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
         sets = (wordsets.word_sets if similarity == "words" else wordsets.shingle_sets)(texts)  # None: too varied
     if sets is not None:
         wordsets = _vectorised()
+        cost = wordsets.join_size(sets, threshold)
+        if cost > _DENSE_FROM and wordsets.dense_cost(sets, threshold) < cost:
+            return None, sets, threshold
         lower = threshold
         for reach in (_LOWEST, round(threshold - _MARGIN, 9)) if reach_below else ():  # 0.8 - 0.1 is 0.70..01
             if _LOWEST <= reach < threshold and wordsets.join_size(sets, reach) <= _MARGIN_PAIRS:
                 lower = reach
                 break
         if lower == threshold:
-            cost = wordsets.join_size(sets, threshold)
             if cost > _SWEEP_FROM and wordsets.sweep_pays(sets, threshold, cost):
                 return None, sets, threshold
         try:
@@ -96,9 +103,14 @@ def near_matches(texts: Sequence[str], similarity: str, threshold: float) -> lis
 
 
 def _sweep(sets, threshold: float, rows: Optional[list[int]] = None) -> list[Match]:
-    """:func:`ctxcore.wordsets.sweep` of all the sets, or of those in ``rows``."""
+    """Near-dedup of all the sets, or of those in ``rows``, from the survivors forward: on bit rows
+    (:func:`ctxcore.wordsets.dense_sweep`) where that costs less than the join would, else
+    :func:`ctxcore.wordsets.sweep`."""
     wordsets = _vectorised()
-    return wordsets.sweep(sets if rows is None else wordsets.subset(sets, rows), threshold)
+    sets = sets if rows is None else wordsets.subset(sets, rows)
+    if wordsets.dense_cost(sets, threshold) < wordsets.join_size(sets, threshold):
+        return wordsets.dense_sweep(sets, threshold)
+    return wordsets.sweep(sets, threshold)
 
 
 _JOINS = Memo(8)

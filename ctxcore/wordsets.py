@@ -31,6 +31,8 @@ _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
 _37_4 = np.uint64(37 ** 4)
 _BATCH = 500_000        # candidate pairs filtered at a time: bounds memory on texts that all look alike, and
                         # keeps each step's arrays small enough to stay in cache
+_HASH_BITS = 20        # buckets (2**20) the join counts candidate pairs in before sorting the few that may pass
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # multiplicative hashing (the word sets' sort uses it too)
 _GROUP = 64             # open rows a sweep step settles at once: one bit each in a word's uint64 mask
 _FIRST = 8              # ... in its first step, doubling after each
 _ROWS = 16_384          # rows a sweep step compares at once
@@ -68,6 +70,7 @@ def word_sets(texts: Sequence[str]) -> WordSets:
     blob = "\n".join(lowered).encode("utf-8", "surrogatepass")  # non-ASCII bytes are >= 0x80: never a word
     lengths = np.fromiter((len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass")) for s in lowered),
                           dtype=np.int64, count=len(lowered))
+    del lowered  # at 100k texts every array here is 100 MB or more: each goes as soon as it is used
     text_starts = np.zeros(len(texts), dtype=np.int64)
     np.cumsum(lengths[:-1] + 1, out=text_starts[1:])
 
@@ -75,6 +78,7 @@ def word_sets(texts: Sequence[str]) -> WordSets:
     edges = np.diff((codes > 0).view(np.int8), prepend=np.int8(0))
     first = np.flatnonzero(edges == 1)
     length = np.flatnonzero(edges == -1) - first
+    del edges
     per_text = np.diff(np.searchsorted(first, text_starts), append=len(first))
     text = np.repeat(np.arange(len(texts), dtype=np.int64), per_text)
 
@@ -82,7 +86,10 @@ def word_sets(texts: Sequence[str]) -> WordSets:
     window = np.ndarray((len(codes) - 7,), dtype="<u8", buffer=codes, strides=(1,))
     head = _base37(window[first] & _MASKS[np.minimum(length, 8)])
     tail = _base37(window[first + 8] & _MASKS[np.clip(length - 8, 0, 4)]) // _37_4  # its first four digits
-    key = head * _37_4 + tail
+    key = head
+    key *= _37_4
+    key += tail
+    del tail, window
     long_words = np.flatnonzero(length > _PACKED)
     if long_words.size:
         seen: dict[bytes, int] = {}
@@ -90,7 +97,7 @@ def word_sets(texts: Sequence[str]) -> WordSets:
             (seen.setdefault(blob[s:s + n], len(seen)) for s, n in zip(first[long_words].tolist(),
                                                                    length[long_words].tolist())),
             dtype=np.uint64, count=long_words.size)
-
+    del blob, codes, first, length
     return _sets(key, text, len(texts))
 
 
@@ -127,13 +134,35 @@ def shingle_sets(texts: Sequence[str], k: int = 5) -> Optional[WordSets]:
 
 
 def _sets(key: np.ndarray, text: np.ndarray, n: int) -> WordSets:
-    """WordSets from one key per (element, text holding it), repeats allowed."""
-    order = np.argsort(key)
+    """WordSets from one key per (element, text holding it), repeats allowed, in text order.
+
+    The keys are grouped by one plain sort of (hash of the key, place) packed in an integer, many times
+    faster than sorting the keys' places by key; a place's text only grows along the input, so inside a
+    key's run the texts ascend and a text's repeats of it sit together. If two different keys ever share
+    a hash, the keys' places are sorted by key instead: the sets are exact either way.
+    """
+    places = len(key)
+    low = max(1, (places - 1).bit_length())
+    packed = key.astype(np.uint64)  # a copy, changed in place from here on
+    packed *= _MIX
+    packed >>= np.uint64(low)
+    packed <<= np.uint64(low)
+    packed |= np.arange(places, dtype=np.uint64)
+    packed.sort()
+    order = (packed & np.uint64((1 << low) - 1)).astype(np.int64)
+    packed >>= np.uint64(low)
+    change = packed[1:] != packed[:-1]
+    del packed
     ordered = key[order]
-    word = np.concatenate([[0], np.cumsum(ordered[1:] != ordered[:-1])]) if len(key) else np.zeros(0, np.int64)
-    vocabulary = int(word[-1]) + 1 if len(word) else 0
-    width = max(n, 1)
-    word, row = np.divmod(_distinct(word * width + text[order]), width)  # one entry per (word, text holding it)
+    if (ordered[1:] != ordered[:-1])[~change].any():  # one hash, two keys
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        change = ordered[1:] != ordered[:-1]
+    word = np.concatenate([[0], np.cumsum(change)]) if places else np.zeros(0, np.int64)
+    vocabulary = int(word[-1]) + 1 if places else 0
+    row = text[order]
+    first = np.concatenate([[True], change | (row[1:] != row[:-1])]) if places else np.zeros(0, bool)
+    word, row = word[first], row[first]  # one entry per (word, text holding it)
     texts_holding = np.bincount(word, minlength=vocabulary)
     rank = np.empty(vocabulary, dtype=np.int64)
     rank[np.argsort(texts_holding, kind="stable")] = np.arange(vocabulary)
@@ -231,9 +260,22 @@ def similar_pairs(sets: WordSets, threshold: float) -> list[list[tuple[int, floa
         reach = np.minimum(a - position[right], b - position[left])[fits]  # words left from this one on
         if not len(reach):
             continue
+        i, j, a, b = i[fits], j[fits], a[fits], b[fits]
+        # before the sort, drop the pairs that cannot pass the filters below, counted by hashed pair:
+        # a pair's entries are the words it shares in both prefixes, and one of them must reach far
+        # enough. A bucket's counts are at least its pairs' own (collisions only add), so no pair that
+        # could pass is dropped, and a pair is kept or dropped whole.
+        bucket = ((i * n + j).astype(np.uint64) * _MIX) >> np.uint64(64 - _HASH_BITS)
+        enough = share * (a + b) * slack
+        beyond = np.where(last[i] <= last[j], a - prefix[i], b - prefix[j])
+        reaching = np.bincount(bucket[reach >= enough], minlength=1 << _HASH_BITS)[bucket] > 0
+        keep = reaching & (np.bincount(bucket, minlength=1 << _HASH_BITS)[bucket] + beyond >= enough)
+        reach = reach[keep]
+        if not len(reach):
+            continue
         # group by pair with one plain sort: (pair, reach) packed in an integer, so a pair's run ends
         # with its largest reach
-        entry = np.sort((i[fits] * n + j[fits]) << reach_bits | reach)
+        entry = np.sort((i[keep] * n + j[keep]) << reach_bits | reach)
         key = entry >> reach_bits
         end = np.flatnonzero(np.concatenate([key[1:] != key[:-1], [True]]))
         both = np.diff(end, prepend=-1)  # words shared inside both prefixes
@@ -398,3 +440,151 @@ def _similarity(sets: WordSets, some: np.ndarray, rows: np.ndarray) -> np.ndarra
         held = np.bincount(owner << width | value, minlength=len(rows) << width).reshape(len(rows), 1 << width)
         shared[:, 8 * byte:8 * byte + width] = held @ _BITS[:1 << width, :width]
     return shared / (sets.sizes[rows][:, None] + sets.sizes[some][None, :] - shared)
+
+
+# -- dense sets: each set as bits of 64-bit words, shared words by popcount
+
+_DENSE_BYTES = 64 << 20  # the bit rows of every set at most this big (100k sets of a 5,000-word vocabulary)
+_DENSE_BLOCK = 1024      # rows a dense sweep settles at once: among themselves, and against the survivors before
+_DENSE_SUB = 64          # ... those compared with the earlier survivors together, of similar size
+_DENSE_CELLS = 1 << 21   # (row, survivor, word) cells a comparison step holds at most
+# one candidate pair of the join costs about as much as this many (pair, uint64 word) cells of a dense
+# comparison (measured on the prose and templated corpora of bench/corpora.py: about 40 ns against 2.5)
+_DENSE_CELL_COST = 1 / 16
+
+if hasattr(np, "bitwise_count"):  # numpy 2
+    _popcount = np.bitwise_count
+else:  # pragma: no cover - numpy 1.26
+    _BYTE_BITS = np.array([bin(b).count("1") for b in range(256)], dtype=np.uint8)
+
+    def _popcount(x: np.ndarray) -> np.ndarray:
+        return _BYTE_BITS[x.view(np.uint8)].reshape(x.shape + (8,)).sum(axis=-1, dtype=np.uint8)
+
+
+def bit_rows(sets: WordSets) -> np.ndarray:
+    """Each row's set as bits: a (rows, ceil(vocabulary / 64)) uint64 array, word id w as bit w % 64 of
+    column w // 64.
+
+    >>> ws = word_sets(["a b", "b c", ""])
+    >>> [[w for w in range(ws.vocabulary) if b >> w & 1] == sorted(ws.row(i).tolist()) for i, [b] in
+    ...  enumerate(bit_rows(ws).tolist())]
+    [True, True, True]
+    """
+    n, width = len(sets.sizes), max(1, (sets.vocabulary + 63) // 64)
+    out = np.zeros(n * width, dtype=np.uint64)
+    if len(sets.ids):
+        ids = sets.ids.astype(np.uint64)
+        cell = np.repeat(np.arange(n, dtype=np.uint64) * np.uint64(width), sets.sizes) + (ids >> np.uint64(6))
+        bit = np.left_shift(np.uint64(1), ids & np.uint64(63))
+        first = np.flatnonzero(np.concatenate([[True], cell[1:] != cell[:-1]]))  # ids ascend within a row
+        out[cell[first]] = np.bitwise_or.reduceat(bit, first)
+    return out.reshape(n, width)
+
+
+def dense_cost(sets: WordSets, threshold: float) -> float:
+    """What :func:`dense_sweep` costs at most, in join candidate pairs (:func:`join_size` units): every
+    pair of rows within the length filter, times the uint64 words of a row; infinite when the bit rows
+    would take more than ``_DENSE_BYTES``.
+
+    >>> dense_cost(word_sets(["a b", "a b c", "a b c d e f g h"]), 0.6)
+    0.0625
+    """
+    width = max(1, (sets.vocabulary + 63) // 64)
+    if len(sets.sizes) * width * 8 > _DENSE_BYTES:
+        return float("inf")
+    sizes = np.sort(sets.sizes[sets.sizes > 0])
+    # pairs (a, b) with b at most a and at least threshold * a: the rows before each one in size order
+    lo = np.searchsorted(sizes, threshold * sizes * (1 - 1e-9), side="left")
+    pairs = int((np.arange(len(sizes)) - lo).sum())
+    return pairs * width * _DENSE_CELL_COST
+
+
+def _shared_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Shared words of every set in ``a`` with every set in ``b``, both bit columns (words, sets) as
+    :func:`bit_rows` transposed: a len(a[0]) x len(b[0]) matrix (one plain 2-d pass per uint64 word;
+    broadcasting over a third axis is many times slower)."""
+    shared = _popcount(a[0][:, None] & b[0][None, :]).astype(np.uint16)
+    for w in range(1, len(a)):
+        shared += _popcount(a[w][:, None] & b[w][None, :])
+    return shared
+
+
+def dense_sweep(sets: WordSets, threshold: float, bits: Optional[np.ndarray] = None) -> list[Match]:
+    """Each row's first earlier survivor with Jaccard >= threshold, or None (near-dedup, as the
+    definition says), with every similarity counted on bit rows (:func:`bit_rows`): for a small
+    vocabulary, where a set is a few uint64 words and the sets share most of their words, so that
+    the join's filters let nearly every pair through.
+
+    A step takes the next ``_DENSE_BLOCK`` rows. Each is first compared with the survivors of the
+    earlier steps whose size passes the length filter (the survivors are kept in size order, so those
+    are one slice, and the step's rows are compared in runs of similar size); the first of them it
+    matches, in rank order, is its survivor. The rows with none are settled among themselves in order.
+
+    >>> dense_sweep(word_sets(["a b c d e", "a b c d e f", "x y z", "a x"]), 0.25)
+    [None, (0, 0.8333333333333334), None, (2, 0.25)]
+    """
+    sizes = sets.sizes
+    n = len(sizes)
+    out: list[Match] = [None] * n
+    bits = np.ascontiguousarray((bit_rows(sets) if bits is None else bits).T)  # (words, rows)
+    slack = 1 - 1e-9  # the filters prune only what is clearly impossible
+    share = threshold / (1 + threshold)
+    kept_rows = np.zeros(0, dtype=np.int64)  # the survivors so far (rows with words), in size order
+    kept_sizes = np.zeros(0, dtype=np.int64)
+    kept_bits = bits[:, :0]
+    for start in range(0, n, _DENSE_BLOCK):
+        rows = start + np.flatnonzero(sizes[start:start + _DENSE_BLOCK] > 0)  # an empty row matches nothing
+        if not len(rows):
+            continue
+        first = np.full(len(rows), n, dtype=np.int64)  # the earliest survivor matched (n: none)
+        first_sim = np.zeros(len(rows))
+        if len(kept_rows):
+            by_size = np.argsort(sizes[rows], kind="stable")
+            for sub in range(0, len(rows), _DENSE_SUB):
+                at = by_size[sub:sub + _DENSE_SUB]
+                size = sizes[rows[at]]
+                lo = int(np.searchsorted(kept_sizes, threshold * size[0] * slack, side="left"))
+                hi = int(np.searchsorted(kept_sizes, size[-1] / threshold / slack, side="right"))
+                step = max(1, _DENSE_CELLS // (len(at) * bits.shape[0]))
+                mine = bits[:, rows[at]]
+                for c0 in range(lo, hi, step):
+                    c1 = min(hi, c0 + step)
+                    shared = _shared_bits(mine, kept_bits[:, c0:c1])
+                    # sharing t/(1+t) of both sizes together is necessary: the exact similarity only for
+                    # the rows where some pair has that
+                    maybe = np.flatnonzero((shared - share * kept_sizes[None, c0:c1] >= share * size[:, None] * slack)
+                                           .any(axis=1))
+                    if not len(maybe):
+                        continue
+                    shared = shared[maybe]
+                    sim = shared / (size[maybe, None] + kept_sizes[None, c0:c1] - shared)
+                    who = np.where(sim >= threshold, kept_rows[None, c0:c1], n)
+                    k = who.argmin(axis=1)
+                    better = np.flatnonzero(who[np.arange(len(maybe)), k] < first[at[maybe]])
+                    if len(better):
+                        first[at[maybe[better]]] = who[better, k[better]]
+                        first_sim[at[maybe[better]]] = sim[better, k[better]]
+        # the rows no earlier survivor took, settled among themselves in order
+        open_ = np.flatnonzero(first == n)
+        for r, f, s in zip(rows[first < n].tolist(), first[first < n].tolist(), first_sim[first < n].tolist()):
+            out[r] = (f, s)
+        if not len(open_):
+            continue
+        group = rows[open_]
+        shared = _shared_bits(bits[:, group], bits[:, group])
+        sim = shared / (sizes[group][:, None] + sizes[group][None, :] - shared)
+        hits = np.packbits(sim >= threshold, axis=1, bitorder="little")
+        kept = 0  # bit q: group[q] survived
+        for k in range(len(group)):
+            m = int.from_bytes(hits[k].tobytes(), "little") & kept
+            if m:
+                q = (m & -m).bit_length() - 1  # the earliest survivor matched
+                out[int(group[k])] = (int(group[q]), float(sim[k, q]))
+            else:
+                kept |= 1 << k
+        new = group[[k for k in range(len(group)) if kept >> k & 1]]
+        kept_rows = np.concatenate([kept_rows, new])
+        order = np.argsort(np.concatenate([kept_sizes, sizes[new]]), kind="stable")
+        kept_rows, kept_bits = kept_rows[order], np.concatenate([kept_bits, bits[:, new]], axis=1)[:, order]
+        kept_sizes = sizes[kept_rows]
+    return out

@@ -132,6 +132,8 @@ def test_near_dedup_at_low_thresholds_sweeps_and_equals_all_pairs(threshold, mon
     assert wordsets.join_size(sets, threshold) > 1_000_000  # a join here meets most pairs
     naive = near_duplicates_naive([words(t) for t in texts], threshold)
     monkeypatch.setattr(dedup, "_SWEEP_FROM", 1_000_000)
+    assert near_matches(texts, "words", threshold) == naive  # swept, or on bit rows (dense_sweep)
+    monkeypatch.setattr(wordsets, "_DENSE_BYTES", 0)  # never on bit rows: the sweep itself
     assert near_matches(texts, "words", threshold) == naive
     monkeypatch.setattr(wordsets, "_PAIR_COST", 0)  # and with the rest handed to the join early
     assert near_matches(texts, "words", threshold) == naive
