@@ -238,7 +238,11 @@ def load_item(item: Item) -> tuple[Loaded, Optional[str], Optional[str]]:
         loaded = load(item.payload, name=item.source)
         return loaded, _run_id(loaded), item.time
     if item.kind == "line":
-        data = parse_json(item.payload, item.source)
+        try:
+            data = parse_json(item.payload, item.source)
+        except InputError as err:
+            err.line = None  # the source names the line of the log; the parser saw a one-line text
+            raise
         loaded = from_object(data, item.source)
         own = data.get("run_id") if isinstance(data, dict) else None
         return loaded, _run_id(loaded) or (str(own) if own is not None else None), run_time(None, data)
