@@ -78,8 +78,8 @@ def _built_side(trace: Trace) -> dict:
 def _logged_side(trace: Trace, prompt: str, prompt_tokens: Optional[int]) -> dict:
     """The prompt that was sent as a side: each candidate sent whole, cut, or not sent."""
     tokens = {c.id: c.tokens or 0 for c in trace.candidates}
-    fates, evidence = {}, 0
-    for r in reached(trace.candidates, prompt):
+    fates, evidence, found = {}, 0, reached(trace.candidates, prompt)
+    for r in found:
         if r.status == "whole":
             fates[r.id] = ("sent", "logged", "in the logged prompt, whole")
         elif r.status == "partly":
@@ -87,7 +87,7 @@ def _logged_side(trace: Trace, prompt: str, prompt_tokens: Optional[int]) -> dic
         else:
             fates[r.id] = ("not_sent", "logged", "not in the logged prompt")
         evidence += round(tokens[r.id] * r.share)
-    found = sorted((r for r in reached(trace.candidates, prompt) if r.order is not None), key=lambda r: r.order)
+    found = sorted((r for r in found if r.order is not None), key=lambda r: r.order)
     if prompt_tokens is None:
         prompt_tokens = get_tokenizer(trace.config.encoding).count(prompt)
     return {"fates": fates, "order": [r.id for r in found], "evidence": evidence, "prompt": prompt_tokens}
@@ -114,11 +114,11 @@ def _same_context(a: Trace, b: Trace) -> bool:
         (x.fate, x.stage, x.position) == (y.fate, y.stage, y.position) for x, y in zip(a.decisions, b.decisions))
 
 
-def _cited(loaded: Loaded, answer: Optional[str], sent: Optional[str]) -> list[tuple[str, str]]:
-    """(label, candidate id) for each passage the logged answer cites that the check ties to a candidate."""
+def _cited(own: Trace, answer: Optional[str], sent: Optional[str]) -> list[tuple[str, str]]:
+    """(label, candidate id) for each passage the logged answer cites that the check ties to a candidate:
+    against the prompt that was sent when it is known, else against the run's own trace."""
     if not answer:
         return []
-    own = loaded.trace if loaded.trace is not None else loaded.build()
     out = []
     for c in check_answer(own, answer, sent):
         if c.kind == "citation" and c.verdict == "ok":
@@ -157,7 +157,9 @@ def compare(loaded: Loaded, new: dict, baseline: Optional[dict] = None, with_fin
         f_b, checked = _findings_kinds(after), True
     else:
         f_a, f_b, checked = [], [], False
-    cited = _cited(loaded, logged.answer if logged is not None else None, sent)
+    answer = logged.answer if logged is not None else None
+    own = loaded.trace if loaded.trace is not None else base if kind != "config" else loaded.build() if answer else None
+    cited = _cited(own, answer, sent)
     present = _present(after)
     lost = [(label, cid) for label, cid in cited if not present.get(cid, False)]
     return {
