@@ -158,7 +158,10 @@ def compare(loaded: Loaded, new: dict, baseline: Optional[dict] = None, with_fin
     else:
         f_a, f_b, checked = [], [], False
     answer = logged.answer if logged is not None else None
-    own = loaded.trace if loaded.trace is not None else base if kind != "config" else loaded.build() if answer else None
+    if loaded.trace is not None or kind != "config":
+        own = loaded.trace if loaded.trace is not None else base  # what the answer's labels refer to
+    else:
+        own = loaded.build() if answer else None
     cited = _cited(own, answer, sent)
     present = _present(after)
     lost = [(label, cid) for label, cid in cited if not present.get(cid, False)]

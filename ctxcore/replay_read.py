@@ -114,10 +114,15 @@ def _file(path: str):
     """(kind, source, payload, run_id, time, bytes read) for each run of one file."""
     try:
         with open(path, "rb") as f:
-            first = f.readline()
-            while first and not first.strip():
-                first = f.readline()
-            head = _parsed(first)
+            head, looked = None, 0
+            while head is None and looked < 5:  # a broken first line does not hide what the log holds
+                line = f.readline()
+                if not line:
+                    break
+                if line.strip():
+                    head, looked = _parsed(line), looked + 1
+                    if head is None and not path.lower().endswith(".jsonl"):
+                        break
             if path.lower().endswith(".jsonl") or (head is not None and f.peek(1)):
                 if _per_line(head):
                     f.seek(0)

@@ -70,6 +70,21 @@ def test_the_local_pool_the_process_and_a_dask_cluster_give_the_same_rows(log, i
         assert json.loads((out / "report.json").read_text()) == json.loads((out_a / "report.json").read_text())
 
 
+def test_the_dask_engine_runs_the_same_code_on_a_running_cluster_by_its_scheduler_address(log, tmp_path):
+    if not _dask_available():
+        pytest.skip("Dask distributed is not installed: pip install -r requirements-dask.txt")
+    from distributed import LocalCluster
+
+    head = tmp_path / "head.jsonl"
+    head.write_text("\n".join(log[0].read_text(encoding="utf-8").splitlines()[:20]) + "\n", encoding="utf-8")
+    here = replay([str(head)], NEW, out=str(tmp_path / "here"), engine="inprocess")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        there = replay([str(head)], NEW, out=str(tmp_path / "there"), engine="dask",
+                       scheduler=cluster.scheduler_address)
+    assert there == here and here["runs"] == 20
+    assert (tmp_path / "there" / "runs.jsonl").read_bytes() == (tmp_path / "here" / "runs.jsonl").read_bytes()
+
+
 def test_the_parquet_file_holds_the_same_rows_as_the_jsonl(inprocess):
     pq = pytest.importorskip("pyarrow.parquet")
     out, _ = inprocess
