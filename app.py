@@ -21,6 +21,7 @@ PAGES = [
     st.Page("pages/debugger.py", title="Debugger", icon=":material/bug_report:", default=True),
     st.Page("pages/diagnose.py", title="Diagnose", icon=":material/troubleshoot:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+    st.Page("pages/replay.py", title="Replay a log", icon=":material/replay:"),
     st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
     st.Page("pages/budget.py", title="Budget calculator", icon=":material/calculate:"),
 ]

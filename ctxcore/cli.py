@@ -18,7 +18,10 @@ from .formats import load_file
 from .loaders import load
 from .pipeline import evidence_cost
 from .reading import decode, parse_json
-from .records import PRESETS, Logged, Trace
+from .records import PRESETS, Config, Logged, Trace
+from .replay import BATCH, replay
+from .replay_engines import ENGINES
+from .replay_report import Summary
 from .schema import trace_schema
 from .serialize import dumps
 from .settings import SETTINGS
@@ -101,7 +104,50 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=("table", "json"), default="table")
     s = sub.add_parser("schema", help="print the JSON Schema of the trace format")
     s.set_defaults(format="json")
+    _replay_parser(sub)
     return p
+
+
+def _replay_parser(sub) -> None:
+    r = sub.add_parser("replay", help="replay every run of a trace log under new settings; report what changes")
+    r.add_argument("logs", nargs="+", metavar="LOG", help="trace files, JSONL logs (one trace a line), span exports "
+                   "of many runs, directories or globs of them, in any mix")
+    r.add_argument("--config", metavar="NEW.json", help="the new settings (the setting flags go on top)")
+    r.add_argument("--baseline", metavar="OLD.json", help="compare with a build under these settings instead of "
+                   "each run's logged prompt or own trace")
+    r.add_argument("--out", metavar="DIR", help="write runs.parquet, runs.jsonl, report.json and report.md here")
+    r.add_argument("--engine", choices=ENGINES, default="local",
+                   help="local: a process pool (default); inprocess; dask: Dask distributed")
+    r.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    r.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="a running Dask scheduler (with --engine dask)")
+    r.add_argument("--batch", type=int, default=BATCH, help=f"runs per task (default {BATCH})")
+    r.add_argument("--no-findings", dest="findings", action="store_false",
+                   help="skip comparing findings (they re-build every changed run many times)")
+    r.add_argument("--format", choices=("table", "json"), default="table", help="the report on stdout")
+    g = r.add_argument_group("new settings (each on top of --config)")
+    tokenizer = g.add_mutually_exclusive_group()
+    for st in SETTINGS:
+        _add_flag(tokenizer if st.kind in ("encoding", "model") else g, st)
+    g.add_argument("--preset", choices=("naive", "recommended"), help="apply a preset before the other flags")
+
+
+def _replay(args, out) -> int:
+    """``replay LOG…``: the report on ``out``, progress on stderr."""
+    new = {**_settings_file(args.config), **overrides(args)}
+    if not new:
+        raise InputError("give the new settings: --config NEW.json and/or setting flags", source="replay")
+    Config.from_dict(new, source=args.config or "settings")
+    baseline = _settings_file(args.baseline) if args.baseline else None
+    if baseline is not None:
+        Config.from_dict(baseline, source=args.baseline)
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers must be at least 1", source="replay")
+    if args.batch < 1:
+        raise InputError("--batch must be at least 1", source="replay")
+    report = replay(args.logs, new, baseline, out=args.out, engine=args.engine, workers=args.workers,
+                    scheduler=args.scheduler, batch=args.batch, with_findings=args.findings, progress=sys.stderr)
+    out.write((dumps(report) if args.format == "json" else Summary.markdown(report)) + "\n")
+    return 0
 
 
 def overrides(args) -> dict:
@@ -183,6 +229,8 @@ def run(argv=None, out=sys.stdout) -> int:
     if args.command == "schema":
         out.write(dumps(trace_schema()) + "\n")
         return 0
+    if args.command == "replay":
+        return _replay(args, out)
     loaded, trace = _trace(args)
     if args.command == "build":
         text = {"json": trace.to_json, "prompt": lambda: trace.prompt.text}.get(args.format, lambda: table(trace))()
