@@ -31,13 +31,13 @@ def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         found = data.get("format") if isinstance(data, dict) else None
         raise InputError(f"not a {FORMAT} trace (format is {found!r})", source=source, field="format")
+    for key in ("query", "config", "budget", "candidates", "decisions", "prompt"):
+        if key not in data:
+            raise InputError("missing from the trace", source=source, field=key)
     found = problems(data, _SCHEMA, most=1)
     if found:
         where, why = found[0].split(": ", 1)
         raise InputError(f"{why} (the trace does not match the {FORMAT} schema)", source=source, field=where)
-    for key in ("query", "config", "budget", "candidates", "decisions", "prompt"):
-        if key not in data:
-            raise InputError("missing from the trace", source=source, field=key)
     for key in ("candidates", "decisions"):
         if not isinstance(data[key], list):
             raise InputError("must be a list", source=source, field=key)

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from streamlit.testing.v1 import AppTest
 
 import ctxcore
-from ctxcore import Candidate, Config, Inputs, Trace, build, window_budget
+from ctxcore import trace_from_json, Candidate, Config, Inputs, Trace, build, window_budget
 from ctxcore.order import lost_in_the_middle, sandwich
 from ctxcore.pipeline import state_before, unique_ids
 from ctxcore import select
@@ -243,7 +243,7 @@ def test_same_id_other_text_is_renamed_in_input_order():
     (w,) = _kinds(t)["repeated_ids"]
     assert "renamed a#2, a#3" in w
     # the renamed trace reads back and replays: its ids are unique now
-    again = Trace.from_json(t.to_json())
+    again = trace_from_json(t.to_json())
     assert [d.id for d in again.decisions] == ["a", "b", "a#2", "a#3"]
 
 

@@ -6,7 +6,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore import Candidate, Config, Inputs, Trace, build, evidence_cost, get_tokenizer, load
+from ctxcore import trace_from_json, Candidate, Config, Inputs, Trace, build, evidence_cost, get_tokenizer, load
 from ctxcore.dedup import near_duplicates, near_duplicates_naive, words
 
 EXAMPLES = int(os.environ.get("CTXCORE_PROPERTY_EXAMPLES", "500"))
@@ -56,7 +56,7 @@ def test_invariants(cands, config, inp):
         assert t.prompt.text.startswith(inp.system)
     # determinism and replay
     assert build(cands, "how long do refunds take?", config, inp).to_json() == t.to_json()
-    assert Trace.from_json(t.to_json()).to_json() == t.to_json()
+    assert trace_from_json(t.to_json()).to_json() == t.to_json()
     assert load(t.to_json().encode(), name="trace.json").build().prompt.text == t.prompt.text
 
 
