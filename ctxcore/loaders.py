@@ -15,7 +15,8 @@ import os
 from typing import Any, Optional, Union
 
 from .errors import InputError
-from .formats import detect, detect_any, detect_lines
+from .formats import detect, detect_any, detect_lines, load_file
+from .formats.parquet import is_parquet
 from .limits import MAX_BYTES, MAX_CANDIDATES, MAX_KEYS
 from .loaded import Loaded
 from .reading import (KNOWN, NotJson, candidates, csv_rows, decode, json_type, looks_like_jsonl, parse_json,
@@ -42,6 +43,8 @@ def load(path_or_bytes: Union[str, os.PathLike, bytes], name: Optional[str] = No
                 data = f.read()
         except OSError as err:
             raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
+    if is_parquet(data):  # a Phoenix span dataframe saved with to_parquet(): binary, read before any decoding
+        return load_file(data, name=source)
     text = decode(data, source)
     if not text.strip():
         raise InputError("the file is empty", source=source)

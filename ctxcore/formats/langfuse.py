@@ -150,7 +150,7 @@ def _lf_tokens(o: dict) -> Optional[int]:
                  as_int(o.get("promptTokens")), as_int(o.get("inputUsage")))
 
 
-def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str]) -> Loaded:
+def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
     count = sum(len(t.observations) for t in traces)
     if count > MAX_SPANS:
         raise InputError(f"{count} observations; the limit is {MAX_SPANS}", source=source, field="observations")
@@ -243,7 +243,7 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str]) -> Loade
               "trace_id": lf.id, "traces": [t for t in groups if t is not None], "unmapped": unmapped,
               "query_from": query_source, "llm_span": gen.get("name") if gen else None,
               "retriever_spans": [o.get("name") for o in with_docs], "reranker": None}
-    return to_loaded(LANGFUSE, source, docs, query, inputs, config, logged, warnings)
+    return to_loaded(LANGFUSE, source, docs, query, inputs, config, logged, warnings, texts)
 
 
 def trace_ids(data) -> list[str]:
@@ -251,8 +251,8 @@ def trace_ids(data) -> list[str]:
     return [t.id for t in _langfuse_traces(data, "input") or () if t.id is not None]
 
 
-def _read(data, source: str, trace_id: Optional[str]) -> Loaded:
-    return _load(_langfuse_traces(data, source), source, trace_id)
+def _read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
+    return _load(_langfuse_traces(data, source), source, trace_id, texts)
 
 
 FAMILY = Family(LANGFUSE, matches=lambda data, source: _langfuse_traces(data, source) is not None, load=_read,

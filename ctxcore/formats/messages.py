@@ -26,6 +26,8 @@ def query_from(value) -> Optional[str]:
                 return found
         if "messages" in value:
             return query_from(value["messages"])
+        if isinstance(value.get("inputs"), dict):  # LangChain chain inputs, as OpenLLMetry and LangSmith log them
+            return query_from(value["inputs"])
         args = value.get("args")
         if isinstance(args, list):  # Langfuse @observe: {"args": [...], "kwargs": {...}}
             for a in args:
@@ -37,7 +39,7 @@ def query_from(value) -> Optional[str]:
     if isinstance(value, list):
         users = [m for m in value if isinstance(m, dict) and m.get("role") in ("user", "human")]
         if users:
-            return content_text(users[-1].get("content"))
+            return message_text(users[-1])
     return None
 
 
@@ -57,6 +59,20 @@ def content_text(content) -> Optional[str]:
     if isinstance(content, dict) and isinstance(content.get("text"), str):
         return content["text"]
     return None
+
+
+def message_text(message) -> Optional[str]:
+    """A chat message's text: its ``content``, else the text ``blocks`` of a LlamaIndex ``ChatMessage``
+    (run-llama/llama_index ``llama-index-core/llama_index/core/base/llms/types.py``: ``model_dump()`` writes
+    ``{"role", "additional_kwargs", "blocks": [{"block_type": "text", "text": ...}]}`` and no content)."""
+    if not isinstance(message, dict):
+        return None
+    text = content_text(message.get("content"))
+    if text is None and isinstance(message.get("blocks"), list):
+        parts = [b["text"] for b in message["blocks"]
+                 if isinstance(b, dict) and b.get("block_type", "text") == "text" and isinstance(b.get("text"), str)]
+        text = "\n".join(parts) if parts else None
+    return text
 
 
 def joined(messages: list[tuple[str, str]]) -> str:
@@ -84,12 +100,12 @@ def text_of(value) -> Optional[str]:
         if isinstance(msg, dict):
             return content_text(msg.get("content"))
         if isinstance(parsed.get("message"), dict):
-            return content_text(parsed["message"].get("content"))
+            return message_text(parsed["message"])
         return json.dumps(parsed, ensure_ascii=False)
     if isinstance(parsed, list):
         said = [m for m in parsed if isinstance(m, dict) and m.get("role") in ("assistant", "ai")]
         if said:
-            return content_text(said[-1].get("content"))
+            return message_text(said[-1])
         return json.dumps(parsed, ensure_ascii=False)
     return None
 

@@ -9,12 +9,16 @@ from typing import Optional
 from ..errors import InputError
 from ..loaded import Loaded
 from ..reading import decode, parse_text, too_big
-from . import langfuse, openinference
+from . import bare, langfuse, langsmith, mlflow, openinference, otlp, parquet
 from .family import Family
 
 FAMILIES: tuple[Family, ...] = (  # tried in this order; the first whose shape matches reads the file
     langfuse.FAMILY,
+    otlp.FAMILY,
+    mlflow.FAMILY,
+    langsmith.FAMILY,
     openinference.FAMILY,
+    bare.FAMILY,
 )
 
 
@@ -47,24 +51,29 @@ def detect_lines(items, source: str = "input") -> Optional[Loaded]:
     return detect_any(list(items), source)
 
 
-def load_trace(data, source: str = "input", trace_id: Optional[str] = None) -> Loaded:
-    """Read a logged trace (OpenInference or Langfuse) from parsed JSON or the objects of a JSONL file.
+NOT_A_TRACE = ("not a logged trace: expected OpenInference spans (Arize Phoenix export), OTLP JSON, a Langfuse "
+               "trace with observations, LangSmith runs or an MLflow trace")
 
-    ``trace_id`` picks one trace when the file holds several; by default the first one that
-    retrieved documents is shown.
+
+def load_trace(data, source: str = "input", trace_id: Optional[str] = None, texts: Optional[dict] = None) -> Loaded:
+    """Read a logged trace from parsed JSON or the objects of a JSONL file.
+
+    ``trace_id`` picks one trace (run) when the file holds several; by default the first with both
+    retrieval and an LLM call is shown. ``texts`` maps document ids to text, for logs that recorded
+    document ids only.
     """
     if _is_ctxcore(data):
         raise InputError("this is a ctxcore input file, not a logged trace", source=source)
     family = family_of(data, source)
     if family is None:
-        raise InputError("not a logged trace: expected OpenInference spans (Arize Phoenix export) or a Langfuse "
-                         "trace with observations", source=source)
-    return family.load(data, source, trace_id)
+        raise InputError(NOT_A_TRACE, source=source)
+    return family.load(data, source, trace_id, texts)
 
 
-def load_file(path, trace_id: Optional[str] = None, name: Optional[str] = None) -> Loaded:
-    """Read a logged trace file (JSON or JSONL; a path or its bytes), choosing ``trace_id`` when it
-    holds several."""
+def load_file(path, trace_id: Optional[str] = None, name: Optional[str] = None,
+              texts: Optional[dict] = None) -> Loaded:
+    """Read a logged trace file (JSON, JSONL or a Phoenix parquet export; a path or its bytes),
+    choosing ``trace_id`` when it holds several."""
     if isinstance(path, (bytes, bytearray)):
         source, raw = name or "input", bytes(path)
     else:
@@ -75,4 +84,7 @@ def load_file(path, trace_id: Optional[str] = None, name: Optional[str] = None) 
                 raw = f.read()
         except OSError as err:
             raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
-    return load_trace(parse_text(decode(raw, source), source), source, trace_id)
+    if parquet.is_parquet(raw):
+        too_big(len(raw), source)
+        return parquet.load(raw, source, trace_id, texts)
+    return load_trace(parse_text(decode(raw, source), source), source, trace_id, texts)
