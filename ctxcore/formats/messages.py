@@ -93,6 +93,8 @@ def text_of(value) -> Optional[str]:
     if isinstance(parsed, str):
         return parsed
     if isinstance(parsed, dict):
+        if isinstance(parsed.get("blocks"), list) and "content" not in parsed:  # a LlamaIndex ChatMessage
+            return message_text(parsed)
         for key in ("content", "answer", "output", "text", "response", "result", "completion"):
             if isinstance(parsed.get(key), str):
                 return parsed[key]

@@ -13,7 +13,7 @@ from .documents import document, rank_documents
 from .family import Family, select_trace, to_loaded
 from .messages import (content_text, count_docs_in, joined, message_text, query_from, request_parts, settings_from,
                        text_of)
-from .runs import GAP_SECONDS, by_time, links_lost, pick, run_rows, span_rows, window
+from .runs import GAP_SECONDS, by_time, first_start, links_lost, pick, run_rows, span_rows, window
 from .spans import Span, parse_spans, span_records
 from .values import as_int, as_str, dig, epoch_seconds, first, json_value, listing, outermost, time_order
 
@@ -200,7 +200,7 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
               "trace_id": chosen, "traces": ids, "unmapped": unmapped, "query_from": query_source,
               "llm_span": llm.name if llm else None, "retriever_spans": [s.name for s in with_docs],
               "reranker": rer_info, "spans": span_rows(shown),
-              "runs": run_rows(groups, _with_docs, _has_llm, _doc_count, lambda s: s.start),
+              "runs": run_rows(groups, _with_docs, _has_llm, _doc_count, first_start),
               "conventions": tuple(dict.fromkeys(s.convention for s in trace))}
     return to_loaded(fmt, source, docs, query, inputs, config, logged, warnings, texts)
 

@@ -53,13 +53,13 @@ def pick(groups: dict, has_docs: Callable, has_llm: Callable):
 
 def run_rows(groups: dict, has_docs: Callable, has_llm: Callable, doc_count: Callable,
              start_of: Callable) -> tuple[dict, ...]:
-    """One row per run, in file order: id, has retrieval, has an LLM call, documents, start."""
+    """One row per run, in file order: id, has retrieval, has an LLM call, documents, start
+    (``start_of(members)``: the run's start, any logged time form)."""
     rows = []
     for tid, members in groups.items():
-        starts = [t for t in (epoch_seconds(start_of(m)) for m in members) if t is not None]
         rows.append({"id": tid if tid is None else str(tid), "retrieval": bool(has_docs(members)),
                      "llm": bool(has_llm(members)), "documents": doc_count(members),
-                     "start": iso_time(min(starts)) if starts else None})
+                     "start": iso_time(start_of(members))})
     return tuple(rows)
 
 
@@ -76,6 +76,11 @@ def span_rows(spans: list) -> tuple[dict, ...]:
                      "prompt_tokens": as_int(dig(llm, "token_count", "prompt")),
                      "completion_tokens": as_int(dig(llm, "token_count", "completion"))})
     return tuple(rows)
+
+
+def first_start(spans: list) -> Optional[float]:
+    starts = [t for t in (epoch_seconds(s.start) for s in spans) if t is not None]
+    return min(starts) if starts else None
 
 
 def window(spans: list) -> Optional[tuple[float, float]]:
