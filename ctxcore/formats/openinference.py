@@ -201,7 +201,7 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
               "llm_span": llm.name if llm else None, "retriever_spans": [s.name for s in with_docs],
               "reranker": rer_info, "spans": span_rows(shown),
               "runs": run_rows(groups, _with_docs, _has_llm, _doc_count, first_start),
-              "conventions": tuple(dict.fromkeys(s.convention for s in trace))}
+              "conventions": tuple(dict.fromkeys(s.convention for s in trace if s.convention))}
     return to_loaded(fmt, source, docs, query, inputs, config, logged, warnings, texts)
 
 

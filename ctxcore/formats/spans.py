@@ -25,7 +25,7 @@ class Span:
     start: Any
     attrs: dict = field(default_factory=dict)
     end: Any = None
-    convention: str = "openinference"  # the attribute convention it was logged in (gen_ai, traceloop ...)
+    convention: Optional[str] = None  # the attribute convention it was logged in (gen_ai, traceloop ...)
 
     def label(self) -> str:
         return f"{self.kind or 'span'} '{self.name}'"
@@ -180,5 +180,5 @@ def parse_spans(records: list, source: str) -> list[Span]:
                         top.get("start_time_unix_nano")),
             end=first(top.get("end_time"), top.get("endTime"), top.get("endTimeUnixNano"),
                       top.get("end_time_unix_nano")),
-            attrs=attrs, convention=conv or "openinference"))
+            attrs=attrs, convention=conv or ("openinference" if attrs else None)))
     return spans
