@@ -60,8 +60,8 @@ from .langfuse import LANGFUSE
 from .langfuse import trace_ids as langfuse_traces
 from .openinference import OPENINFERENCE
 from .openinference import trace_ids as openinference_traces
-from .shapes import FAMILIES, detect, detect_any, detect_lines, family_of, load_file, load_trace
+from .shapes import FAMILIES, detect, detect_any, detect_lines, family_of, load_file, load_run, load_trace
 from .values import unflatten
 
 __all__ = ["FAMILIES", "Family", "LANGFUSE", "OPENINFERENCE", "detect", "detect_any", "detect_lines", "family_of",
-           "langfuse_traces", "load_file", "load_trace", "openinference_traces", "unflatten"]
+           "langfuse_traces", "load_file", "load_run", "load_trace", "openinference_traces", "unflatten"]

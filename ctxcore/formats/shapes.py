@@ -70,20 +70,40 @@ def load_trace(data, source: str = "input", trace_id: Optional[str] = None, text
     return family.load(data, source, trace_id, texts)
 
 
+def read_bytes(path, name: Optional[str] = None) -> tuple[str, bytes]:
+    """(source name, bytes) of a path or of bytes already read."""
+    if isinstance(path, (bytes, bytearray)):
+        return name or "input", bytes(path)
+    source = name or os.fspath(path)
+    try:
+        too_big(os.path.getsize(path), source)
+        with open(path, "rb") as f:
+            return source, f.read()
+    except OSError as err:
+        raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
+
+
+def load_run(path, run: Optional[int] = None, trace_id: Optional[str] = None, texts: Optional[dict] = None,
+             name: Optional[str] = None) -> Loaded:
+    """A logged trace file's run: ``trace_id``, else the ``run``-th (1-based, as ``inspect`` lists
+    them), else the default (the first with retrieval and an LLM call)."""
+    source, raw = read_bytes(path, name)
+    loaded = load_file(raw, trace_id=trace_id, name=source, texts=texts)
+    if run is None or trace_id is not None:
+        return loaded
+    runs = loaded.logged.runs if loaded.logged is not None else ()
+    if not 1 <= run <= len(runs):
+        raise InputError(f"run {run} is not in the file; it holds {len(runs)} run{'s' if len(runs) != 1 else ''}"
+                         f" (python -m ctxcore inspect lists them)", source=source, field="run")
+    wanted = runs[run - 1]["id"]
+    return loaded if wanted == loaded.logged.trace_id else load_file(raw, trace_id=wanted, name=source, texts=texts)
+
+
 def load_file(path, trace_id: Optional[str] = None, name: Optional[str] = None,
               texts: Optional[dict] = None) -> Loaded:
     """Read a logged trace file (JSON, JSONL or a Phoenix parquet export; a path or its bytes),
     choosing ``trace_id`` when it holds several."""
-    if isinstance(path, (bytes, bytearray)):
-        source, raw = name or "input", bytes(path)
-    else:
-        source = name or os.fspath(path)
-        try:
-            too_big(os.path.getsize(path), source)
-            with open(path, "rb") as f:
-                raw = f.read()
-        except OSError as err:
-            raise InputError(f"cannot read the file ({err.strerror})", source=source) from None
+    source, raw = read_bytes(path, name)
     if parquet.is_parquet(raw):
         too_big(len(raw), source)
         return parquet.load(raw, source, trace_id, texts)
