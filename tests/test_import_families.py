@@ -335,3 +335,108 @@ def test_reranker_kept_documents_are_recorded_in_order():
 def test_every_family_is_registered():
     names = [f.name for f in formats.FAMILIES]
     assert names == ["langfuse", "otlp", "mlflow", "langsmith", "openinference", "span-attributes"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the CLI: inspect, --run, --candidates
+# ---------------------------------------------------------------------------------------------
+
+def _cli(*args):
+    from ctxcore.cli import run
+
+    out = io.StringIO()
+    code = run([str(a) for a in args], out=out)
+    return code, out.getvalue()
+
+
+def test_inspect_lists_runs_and_the_chosen_run():
+    code, out = _cli("inspect", path("otlp_openinference.jsonl"))
+    assert code == 0
+    assert "format: otlp (attributes: openinference)" in out
+    assert "* 1    5f0c3a2b1d4e6f708192a3b4c5d6e7f8     yes        yes  3     2025-05-15T09:06:40.000Z" in out
+    assert "  2    0a1b2c3d4e5f60718293a4b5c6d7e8f9     no         yes  0" in out
+    assert f"query: {Q}" in out and "model: gpt-4o-mini   prompt tokens: 152" in out
+    assert "| system: " + SYSTEM in out and "kb-101                   0.91" in out
+    code, out = _cli("inspect", path("phoenix_multi.jsonl"), "--run", 2, "--format", "json")
+    rep = json.loads(out)
+    assert code == 0 and rep["run"] == 2 and rep["query"].startswith("Can the customer keep a cracked")
+    assert [r["run"] for r in rep["runs"]] == [1, 2] and rep["spans"][0]["name"] == "query"
+
+
+def test_inspect_says_what_was_not_found_and_why(tmp_path):
+    rows = [r for r in read_jsonl("phoenix_flat.jsonl") if r.get("span_kind") != "LLM"]
+    p = tmp_path / "nollm.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = json.loads(_cli("inspect", p, "--format", "json")[1])
+    assert any(m.startswith("logged prompt: no LLM call") for m in rep["not_found"])
+    assert any(m.startswith("model:") for m in rep["not_found"])
+
+
+def test_inspect_of_an_unsupported_shape_is_one_line_naming_the_closest_format(tmp_path):
+    code, out = _cli("inspect", path("bare_genai_chat.json"))
+    assert code == 2 and out.count("\n") == 1
+    assert "closest format recognised: OpenTelemetry GenAI span attributes" in out and "retrieval.documents" in out
+    p = tmp_path / "mlflow.json"
+    p.write_text(json.dumps({"info": {"trace_id": "tr-1"}, "data": {}}))
+    code, out = _cli("inspect", p)
+    assert code == 2 and out.strip().endswith("closest format recognised: an MLflow trace, which lacks data.spans")
+    code, out = _cli("inspect", path("otlp_genai.json"))
+    assert code == 2 and "--candidates FILE" in out and "(detected format: otlp)" in out
+
+
+def test_run_and_candidates_flags_reach_build_and_explain():
+    code, out = _cli("build", path("phoenix_multi.jsonl"), "--run", 2, "--format", "json")
+    assert code == 0 and json.loads(out)["query"].startswith("Can the customer keep a cracked")
+    code, out = _cli("explain", path("otlp_genai.json"), "--candidates", CANDIDATES)
+    assert code == 0 and "never sent" not in out and "cut off" not in out
+    with pytest.raises(InputError) as err:
+        _cli("build", path("otlp_openinference.jsonl"), "--run", 3)
+    assert "run 3 is not in the file; it holds 2 runs" in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# the app: the run picker for every family, "About this file", the companion uploader
+# ---------------------------------------------------------------------------------------------
+
+def _app(name, data=None):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(os.path.join(os.path.dirname(HERE), "app.py"), default_timeout=90)
+    at.run()
+    at.file_uploader(key="dbg.upload").set_value((name, data if data is not None else open(path(name), "rb").read(),
+                                                  "application/octet-stream"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _page_text(at):
+    return " ".join(str(m.value) for m in at.markdown).replace("\\", "") + " ".join(str(c.value) for c in at.code)
+
+
+def test_app_about_panel_and_run_picker_for_an_otlp_file():
+    at = _app("otlp_openinference.jsonl")
+    assert any(e.label == "About this file" for e in at.expander)
+    text = _page_text(at)
+    assert "Format: otlp" in text and f"Query: {Q}" in text and "system: " + SYSTEM in text
+    picker = next(s for s in at.selectbox if s.label.startswith("This file logged 2 traces"))
+    assert picker.value == "5f0c3a2b1d4e6f708192a3b4c5d6e7f8"
+
+
+def test_app_reads_a_phoenix_parquet_upload():
+    buf = io.BytesIO()
+    _phoenix_frame().to_parquet(buf)
+    at = _app("spans.parquet", buf.getvalue())
+    loaded = at.session_state["ctx.loaded"]
+    assert loaded.format == "phoenix-parquet" and [c.id for c in loaded.candidates] == IDS
+
+
+def test_app_companion_uploader_gives_the_text_of_documents_logged_by_id():
+    at = _app("otlp_genai.json")
+    assert "--candidates FILE" in " ".join(str(e.value) for e in at.error).replace("\\", "")
+    at.file_uploader(key="dbg.companion").set_value(("genai_candidates.json", open(CANDIDATES, "rb").read(),
+                                                     "application/json"))
+    at.run()
+    assert not at.exception
+    loaded = at.session_state["ctx.loaded"]
+    assert loaded.format == "otlp" and [c.text for c in loaded.candidates] == TEXTS
