@@ -117,8 +117,9 @@ def to_openinference(attrs: dict) -> dict:
     tl = attrs.get("traceloop") if isinstance(attrs.get("traceloop"), dict) else {}
     out = dict(attrs)
     op = dig(g, "operation", "name")
-    kind = _KINDS.get(op) if isinstance(op, str) else None
-    if kind is None and (op in _LLM_OPS or dig(attrs, "llm", "request", "type") in ("chat", "completion")):
+    op = op if isinstance(op, str) else None
+    kind = _KINDS.get(op) if op else None
+    if kind is None and (op in _LLM_OPS or str(dig(attrs, "llm", "request", "type")) in ("chat", "completion")):
         kind = "LLM"
     entity_out = json_value(dig(tl, "entity", "output"))
     docs = _documents(dig(g, "retrieval", "documents"))

@@ -190,10 +190,11 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: O
         warnings.append(f"file holds {len(groups)} traces; showing {chosen}")
     trace, index = lf.trace, {id(o): i for i, o in enumerate(lf.observations)}
     obs = time_order(lf.observations, lambda o: o.get("startTime"), lambda o: index[id(o)])
-    by_id = {o.get("id"): o for o in obs if o.get("id") is not None}
+    by_id = {as_str(o.get("id")): o for o in obs if as_str(o.get("id")) is not None}
 
     place = {id(o): i for i, o in enumerate(obs)}
-    retrievers = outermost([o for o in obs if _lf_is_retriever(o)], by_id, lambda o: o.get("parentObservationId"))
+    retrievers = outermost([o for o in obs if _lf_is_retriever(o)], by_id,
+                           lambda o: as_str(o.get("parentObservationId")))
     if not retrievers:
         kinds = list(dict.fromkeys(_lf_name(o) for o in obs))
         raise InputError(f"no RETRIEVER observation (or span named like 'retrieve…') with documents; found: "
@@ -260,7 +261,7 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: O
     if isinstance(scores, list) and scores:
         names = [f"{s.get('name')}={s.get('value', s.get('stringValue'))}" for s in scores if isinstance(s, dict)]
         unmapped.append(f"scores ({listing(names)})")
-    if trace.get("tags"):
+    if isinstance(trace.get("tags"), list) and trace["tags"]:
         unmapped.append(f"tags ({', '.join(map(str, trace['tags']))})")
 
     docs = rank_documents(retrieved, [], None, warnings)

@@ -77,6 +77,8 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
             if docs is not None and not isinstance(docs, list):
                 raise InputError(f"{s.label()}: the documents must be a list (indexed 0, 1, 2, ...)",
                                  source=source, field=".".join(path))
+    if not spans:
+        raise InputError(f"the {fmt} export holds no spans", source=source)
     warnings: list[str] = []
     groups = _groups(spans, warnings)
     if trace_id is not None:

@@ -64,16 +64,19 @@ def _record(span: dict) -> dict:
             "attributes": span.get("attributes") or []}
 
 
+def _dicts(items) -> list:
+    return [x for x in items if isinstance(x, dict)] if isinstance(items, list) else []
+
+
 def _otlp_spans(data) -> Optional[tuple[str, list]]:
     requests = _requests(data)
     if requests is not None:
         spans = []
         for req in requests:
-            for rs in req.get("resourceSpans", req.get("resource_spans")) or []:
-                scopes = (rs or {}).get("scopeSpans", (rs or {}).get("scope_spans")) \
-                    or (rs or {}).get("instrumentationLibrarySpans") or []
-                for ss in scopes:
-                    spans.extend(x for x in (ss or {}).get("spans") or [] if isinstance(x, dict))
+            for rs in _dicts(req.get("resourceSpans", req.get("resource_spans"))):
+                scopes = rs.get("scopeSpans", rs.get("scope_spans")) or rs.get("instrumentationLibrarySpans")
+                for ss in _dicts(scopes):
+                    spans.extend(_dicts(ss.get("spans")))
         return (OTLP, spans) if spans else None
     spans = _phoenix_spans(data) if isinstance(data, (dict, list)) else None
     return (PHOENIX_OTLP, spans) if spans else None

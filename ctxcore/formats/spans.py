@@ -117,9 +117,10 @@ def span_records(data, source: str = "input") -> Optional[list]:
         return None
     if isinstance(data.get("resourceSpans"), list):  # OTLP JSON
         spans = []
-        for rs in data["resourceSpans"]:
-            for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or []:
-                spans.extend((ss or {}).get("spans") or [])
+        for rs in (x for x in data["resourceSpans"] if isinstance(x, dict)):
+            scopes = rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans")
+            for ss in (x for x in scopes if isinstance(x, dict)) if isinstance(scopes, list) else ():
+                spans.extend(ss["spans"] if isinstance(ss.get("spans"), list) else [])
         return spans or None
     for key in ("spans", "data"):
         if isinstance(data.get(key), list):
