@@ -90,7 +90,8 @@ def from_object(data: Any, source: str = "input") -> Loaded:
     if "candidates" not in data:
         raise InputError("an object needs a 'candidates' list (or use a list of candidates); formats tried: "
                          "ctxcore trace (no 'format'), candidates object (no 'candidates'), OpenInference/Phoenix "
-                         "spans (no span_kind or context), Langfuse trace (no 'observations')", source=source,
+                         "spans (no span_kind or context), OTLP JSON (no 'resourceSpans'), Langfuse trace (no "
+                         "'observations'), MLflow trace (no 'info' and 'data.spans'), LangSmith run (no 'run_type')", source=source,
                          field="candidates")
     return request_from_object(data, source)
 
