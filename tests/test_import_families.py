@@ -440,3 +440,50 @@ def test_app_companion_uploader_gives_the_text_of_documents_logged_by_id():
     assert not at.exception
     loaded = at.session_state["ctx.loaded"]
     assert loaded.format == "otlp" and [c.text for c in loaded.candidates] == TEXTS
+
+
+# ---------------------------------------------------------------------------------------------
+# more shapes of the same families, and size
+# ---------------------------------------------------------------------------------------------
+
+def test_langsmith_run_with_nested_child_runs(tmp_path):
+    runs = read_json("langsmith_runs.json")
+    root = {**runs[0], "child_runs": runs[1:]}
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(root))
+    _check_scenario(load(p), *FAMILIES["langsmith_runs.json"])
+
+
+def test_mlflow_traces_as_jsonl_pick_by_trace_id(tmp_path):
+    one = read_json("mlflow_trace.json")
+    two = copy.deepcopy(one)
+    two["info"]["trace_id"] = "tr-00000000000000000000000000000002"
+    for s in two["data"]["spans"]:
+        s["trace_id"] = two["info"]["trace_id"]
+        s["attributes"]["mlflow.traceRequestId"] = json.dumps(two["info"]["trace_id"])
+        s["start_time_unix_nano"] += 10 ** 11
+        s["end_time_unix_nano"] += 10 ** 11
+    p = tmp_path / "traces.jsonl"
+    p.write_text(json.dumps(one) + "\n" + json.dumps(two) + "\n")
+    got = load(p)
+    assert [r["id"] for r in got.logged.runs] == [one["info"]["trace_id"], two["info"]["trace_id"]]
+    assert formats.load_run(p, run=2).logged.trace_id == two["info"]["trace_id"]
+
+
+@pytest.mark.timeout(60)
+def test_many_spans_without_trace_links_group_in_linear_time(tmp_path):
+    rows = read_jsonl("phoenix_multi.jsonl")[:3]
+    out = []
+    for k in range(1500):  # 4,500 spans, each its own trace, 1,500 runs 10 s apart
+        for r in rows:
+            r = copy.deepcopy(r)
+            r["context"] = {"trace_id": f"{k:06d}{r['context']['span_id']}", "span_id": f"{k:06d}{r['context']['span_id']}"}
+            r["parent_id"] = None
+            for key in ("start_time", "end_time"):
+                r[key] = f"2024-05-{14 + k // 8640:02d}T{(k * 10 // 3600) % 24:02d}:{(k * 10 // 60) % 60:02d}:" \
+                         f"{k * 10 % 60:02d}.{r[key][20:23]}+00:00"
+            out.append(r)
+    p = tmp_path / "big.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in out))
+    got = load(p)
+    assert len(got.logged.runs) == 1500 and all(r["retrieval"] and r["llm"] for r in got.logged.runs)
