@@ -487,3 +487,24 @@ def test_many_spans_without_trace_links_group_in_linear_time(tmp_path):
     p.write_text("".join(json.dumps(r) + "\n" for r in out))
     got = load(p)
     assert len(got.logged.runs) == 1500 and all(r["retrieval"] and r["llm"] for r in got.logged.runs)
+
+
+def test_openllmetry_llamaindex_retriever_nodes(tmp_path):
+    """OpenLLMetry's LlamaIndex instrumentation: span ``VectorIndexRetriever.task``, input the bound
+    arguments, output the NodeWithScore list each encoded by ``to_json()`` (see the fixtures README)."""
+    data = read_json("openllmetry_langchain.json")
+    spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    retr = next(s for s in spans if s["name"].startswith("vector_db_retrieve"))
+    nodes = [json.dumps({"node": {"id_": i, "embedding": None, "metadata": {"title": f"t{n}"}, "text": t,
+                                  "class_name": "TextNode"}, "score": sc, "class_name": "NodeWithScore"})
+             for n, (i, sc, t) in enumerate(zip(IDS, SCORES, TEXTS))]
+    retr["name"] = "VectorIndexRetriever.task"
+    retr["attributes"] = [{"key": "traceloop.span.kind", "value": {"stringValue": "task"}},
+                          {"key": "traceloop.entity.name", "value": {"stringValue": "VectorIndexRetriever.task"}},
+                          {"key": "traceloop.entity.input",
+                           "value": {"stringValue": json.dumps({"str_or_query_bundle": {"query_str": Q}})}},
+                          {"key": "traceloop.entity.output", "value": {"stringValue": json.dumps(nodes)}}]
+    p = tmp_path / "llamaindex.json"
+    p.write_text(json.dumps(data))
+    got = load(p)
+    _check_scenario(got, "otlp", IDS, SCORES, "gpt-4o-mini-2024-07-18", 152)

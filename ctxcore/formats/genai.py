@@ -108,6 +108,16 @@ def _documents(value) -> Optional[list]:
     return docs
 
 
+def _nodes(value) -> bool:
+    """A LlamaIndex retriever result as OpenLLMetry writes it (traceloop/openllmetry
+    ``packages/opentelemetry-instrumentation-llamaindex/.../dispatcher_wrapper.py``: the result
+    JSON-encoded with each ``NodeWithScore.to_json()``, so a list of JSON strings)."""
+    if not isinstance(value, list) or not value:
+        return False
+    items = [json_value(x) for x in value]
+    return all(isinstance(x, dict) and isinstance(x.get("node"), dict) for x in items)
+
+
 def to_openinference(attrs: dict) -> dict:
     """``attrs`` (nested) with OpenInference keys added from GenAI / Traceloop ones; the
     OpenInference keys a span already has are kept."""
@@ -124,6 +134,9 @@ def to_openinference(attrs: dict) -> dict:
     entity_out = json_value(dig(tl, "entity", "output"))
     docs = _documents(dig(g, "retrieval", "documents"))
     if docs is None and isinstance(entity_out, dict) and isinstance(entity_out.get("documents"), list):
+        docs = _documents(entity_out)
+        kind = kind or "RETRIEVER"
+    if docs is None and _nodes(entity_out):  # OpenLLMetry LlamaIndex: a retriever's NodeWithScore list
         docs = _documents(entity_out)
         kind = kind or "RETRIEVER"
     if kind is None and isinstance(dig(tl, "span", "kind"), str):

@@ -11,7 +11,8 @@ from ..tokens import encoding_for_model
 from .values import as_int, dig, json_value, snippet, squash
 
 
-_QUERY_KEYS = ("query", "question", "input", "query_str", "user_input", "q", "text", "message")
+_QUERY_KEYS = ("query", "question", "input", "query_str", "str_or_query_bundle", "user_input", "q", "text",
+               "message")
 
 
 def query_from(value) -> Optional[str]:
@@ -21,7 +22,8 @@ def query_from(value) -> Optional[str]:
         return value.strip() or None
     if isinstance(value, dict):
         for key in _QUERY_KEYS:
-            found = query_from(value[key]) if key in value and not isinstance(value[key], dict) else None
+            found = query_from(value[key]) if key in value and (not isinstance(value[key], dict)
+                                                                 or key == "str_or_query_bundle") else None
             if found:
                 return found
         if "messages" in value:
