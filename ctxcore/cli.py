@@ -88,8 +88,8 @@ def parser() -> argparse.ArgumentParser:
                 "reach the prompt, and why the others did not.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     b = sub.add_parser("build", help="build the prompt and trace for a candidates file or a trace (replay)")
-    b.add_argument("input", metavar="INPUT", help="JSON, JSONL, CSV, a ctxcore trace (replayed), or a "
-                   "Phoenix/OpenInference or Langfuse export")
+    b.add_argument("input", metavar="INPUT", help="JSON, JSONL, CSV, a ctxcore trace (replayed), or a logged "
+                   "trace (Phoenix JSON/parquet, OTLP JSON, Langfuse, LangSmith, MLflow; see inspect)")
     _settings_options(b)
     b.add_argument("--format", choices=("table", "json", "prompt"), default="table")
     e = sub.add_parser("explain", help="findings for a trace, or why text (--find) did or did not reach the prompt")

@@ -508,3 +508,13 @@ def test_openllmetry_llamaindex_retriever_nodes(tmp_path):
     p.write_text(json.dumps(data))
     got = load(p)
     _check_scenario(got, "otlp", IDS, SCORES, "gpt-4o-mini-2024-07-18", 152)
+
+
+def test_inspect_reads_a_saved_trace_that_kept_its_logged_request(tmp_path):
+    got = load(path("mlflow_trace.json"))
+    assert got.logged.conventions == ("mlflow",)
+    p = tmp_path / "saved.json"
+    p.write_text(got.build().to_json())
+    code, out = _cli("inspect", p, "--format", "json")
+    rep = json.loads(out)
+    assert code == 0 and rep["format"] == "mlflow" and rep["query"] == Q and rep["runs"][0]["documents"] == 3

@@ -34,7 +34,7 @@ def closest(data) -> str:
 
 def report(loaded: Loaded, source: Optional[str] = None) -> dict[str, Any]:
     """The facts about an imported file and its chosen run (plain JSON-ready values)."""
-    lg = loaded.logged
+    lg = loaded.logged or (loaded.trace.logged if loaded.trace is not None else None)
     if lg is None:
         return {"source": source or loaded.source, "format": loaded.format, "logged": False,
                 "documents": len(loaded.candidates)}

@@ -137,7 +137,10 @@ def _records(data) -> Optional[list]:
 
 
 def _read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
-    return load_spans(parse_spans(_records(data), source), source, trace_id, LANGSMITH, texts)
+    spans = parse_spans(_records(data), source)
+    for s in spans:  # read through OpenInference names, but logged in the tool's own convention
+        s.convention = LANGSMITH
+    return load_spans(spans, source, trace_id, LANGSMITH, texts)
 
 
 FAMILY = Family(LANGSMITH, matches=lambda data, source: _runs(data) is not None, load=_read,

@@ -99,7 +99,10 @@ def _records(data) -> list:
 
 
 def _read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
-    return load_spans(parse_spans(_records(data), source), source, trace_id, MLFLOW, texts)
+    spans = parse_spans(_records(data), source)
+    for s in spans:  # read through OpenInference names, but logged in the tool's own convention
+        s.convention = MLFLOW
+    return load_spans(spans, source, trace_id, MLFLOW, texts)
 
 
 FAMILY = Family(MLFLOW, matches=lambda data, source: _traces(data) is not None, load=_read,
