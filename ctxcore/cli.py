@@ -14,7 +14,8 @@ from .answer import check_answer
 from .budget import describe as describe_budget
 from .errors import BuildError, InputError
 from .explain import explain_text, findings
-from .formats import load_file
+from .formats import load_run
+from .inspect import inspect_file, report_text
 from .loaders import load
 from .pipeline import evidence_cost
 from .reading import decode, parse_json
@@ -72,9 +73,18 @@ def _add_flag(g, st) -> None:
         g.add_argument(st.cli, **kw)
 
 
+def _run_options(b: argparse.ArgumentParser) -> None:
+    """Which run of a logged file, and the text of documents it logged by id only."""
+    b.add_argument("--trace-id", dest="trace_id", help="which trace of a file that logged several")
+    b.add_argument("--run", type=int, metavar="N", help="the N-th run of a logged file, as inspect lists them "
+                   "(default: the first with both retrieval and an LLM call)")
+    b.add_argument("--candidates", metavar="FILE", help="candidates (id, text) giving the text of documents a "
+                   "log recorded by id only (e.g. gen_ai.retrieval.documents)")
+
+
 def _settings_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--query")
-    b.add_argument("--trace-id", dest="trace_id", help="which trace of a file that logged several")
+    _run_options(b)
     b.add_argument("--config", metavar="FILE", help="JSON file of settings")
     g = b.add_argument_group("settings (each overrides the file's own)")
     tokenizer = g.add_mutually_exclusive_group()
@@ -88,8 +98,8 @@ def parser() -> argparse.ArgumentParser:
                 "reach the prompt, and why the others did not.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     b = sub.add_parser("build", help="build the prompt and trace for a candidates file or a trace (replay)")
-    b.add_argument("input", metavar="INPUT", help="JSON, JSONL, CSV, a ctxcore trace (replayed), or a "
-                   "Phoenix/OpenInference or Langfuse export")
+    b.add_argument("input", metavar="INPUT", help="JSON, JSONL, CSV, a ctxcore trace (replayed), or a logged "
+                   "trace (Phoenix JSON/parquet, OTLP JSON, Langfuse, LangSmith, MLflow; see inspect)")
     _settings_options(b)
     b.add_argument("--format", choices=("table", "json", "prompt"), default="table")
     e = sub.add_parser("explain", help="findings for a trace, or why text (--find) did or did not reach the prompt")
@@ -102,6 +112,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--answer", metavar="FILE", help="the model's answer (default: the answer logged in TRACE)")
     _settings_options(c)
     c.add_argument("--format", choices=("table", "json"), default="table")
+    i = sub.add_parser("inspect", help="what a logged trace file holds: its format, runs, and the chosen run's query, "
+                       "model, prompt, answer and documents")
+    i.add_argument("input", metavar="FILE")
+    _run_options(i)
+    i.add_argument("--format", choices=("table", "json"), default="table")
     s = sub.add_parser("schema", help="print the JSON Schema of the trace format")
     s.set_defaults(format="json")
     _replay_parser(sub)
@@ -199,13 +214,36 @@ def _settings_file(path: Optional[str]) -> dict:
     return data
 
 
+def _companion(path: Optional[str]) -> Optional[dict]:
+    """Document texts by id (and by doc_id) from a candidates file, for logs that kept ids only."""
+    if not path:
+        return None
+    texts: dict = {}
+    for c in load(path).candidates:
+        texts.setdefault(c.id, c.text)
+        if c.doc_id:
+            texts.setdefault(c.doc_id, c.text)
+    return texts
+
+
+def _input(args):
+    """The file as ctxcore input; a logged trace's chosen run when --trace-id, --run or --candidates is given."""
+    texts = _companion(args.candidates)
+    if args.trace_id or args.run is not None or texts:
+        return load_run(args.input, run=args.run, trace_id=args.trace_id, texts=texts)
+    return load(args.input)
+
+
+def _inspect(args, out) -> int:
+    rep = inspect_file(args.input, run=args.run, trace_id=args.trace_id, texts=_companion(args.candidates))
+    out.write((dumps(rep) if args.format == "json" else report_text(rep)) + "\n")
+    return 2 if rep.get("error") else 0
+
+
 def _trace(args):
     """The trace to look at: a saved trace (rebuilt and checked on loading), else a build under the file's settings
     and the flags."""
-    if args.trace_id:
-        loaded = load_file(args.input, trace_id=args.trace_id)
-    else:
-        loaded = load(args.input)
+    loaded = _input(args)
     settings = {**loaded.config, **_settings_file(args.config), **overrides(args)}
     if loaded.trace is not None and settings == loaded.config and args.query is None:
         return loaded, loaded.trace
@@ -231,6 +269,8 @@ def run(argv=None, out=sys.stdout) -> int:
         return 0
     if args.command == "replay":
         return _replay(args, out)
+    if args.command == "inspect":
+        return _inspect(args, out)
     loaded, trace = _trace(args)
     if args.command == "build":
         text = {"json": trace.to_json, "prompt": lambda: trace.prompt.text}.get(args.format, lambda: table(trace))()

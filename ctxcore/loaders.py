@@ -16,7 +16,8 @@ import os
 from typing import Any, Optional, Union
 
 from .errors import InputError
-from .formats import detect, detect_any, detect_lines
+from .formats import detect, detect_any, detect_lines, load_file
+from .formats.parquet import is_parquet
 from .limits import MAX_BYTES, MAX_CANDIDATES, MAX_KEYS
 from .loaded import Loaded
 from .reading import (KNOWN, NotJson, candidates, csv_rows, decode, json_type, looks_like_jsonl, parse_json,
@@ -35,6 +36,8 @@ def load(path_or_bytes: Union[str, os.PathLike, bytes], name: Optional[str] = No
     ``name`` (a file name) is used in messages, and its extension helps tell CSV.
     """
     data, source = read_bytes(path_or_bytes, name)
+    if is_parquet(data):  # a Phoenix span dataframe saved with to_parquet(): binary, read before any decoding
+        return load_file(data, name=source)
     text = decode(data, source)
     if not text.strip():
         raise InputError("the file is empty", source=source)
@@ -79,7 +82,8 @@ def from_object(data: Any, source: str = "input") -> Loaded:
     if "candidates" not in data:
         raise InputError("an object needs a 'candidates' list (or use a list of candidates); formats tried: "
                          "ctxcore trace (no 'format'), candidates object (no 'candidates'), OpenInference/Phoenix "
-                         "spans (no span_kind or context), Langfuse trace (no 'observations')", source=source,
+                         "spans (no span_kind or context), OTLP JSON (no 'resourceSpans'), Langfuse trace (no "
+                         "'observations'), MLflow trace (no 'info' and 'data.spans'), LangSmith run (no 'run_type')", source=source,
                          field="candidates")
     return request_from_object(data, source)
 

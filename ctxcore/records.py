@@ -314,6 +314,12 @@ class Logged:
     llm_span: Optional[str] = None
     retriever_spans: tuple[str, ...] = ()
     reranker: Optional[dict[str, Any]] = None     # {span, model, top_k} when a reranker ran
+    reranked: tuple[str, ...] = ()                # candidate ids the reranker returned, in its order
+    reranker_cut: tuple[str, ...] = ()            # candidate ids the reranker was given but did not return
+    runs: tuple[dict[str, Any], ...] = ()         # every run in the file: {id, retrieval, llm, documents, start}
+    spans: tuple[dict[str, Any], ...] = ()        # the run's spans: {name, kind, id, parent, start, duration_ms,
+                                                  #   model, prompt_tokens, completion_tokens}
+    conventions: tuple[str, ...] = ()             # attribute conventions seen (openinference, gen_ai, traceloop)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -9,6 +10,9 @@ import streamlit as st
 
 import ctxcore
 from ctxcore import InputError, Loaded
+
+from ctxcore.formats import load_run
+from ctxcore.inspect import inspect_file, report
 
 from .controls import sidebar_controls
 from .loading import _load_trace, content_key, load_bytes, sample_paths
@@ -50,10 +54,12 @@ def input_section() -> None:
     samples = {p.name: p for p in sample_paths()}
     pick_col, up_col = st.columns(2)
     with up_col:  # processed first, so a new upload can clear the picker before it renders
-        upload = st.file_uploader("…or upload candidates (JSON, JSONL, CSV) or a saved trace",
-                                  type=["json", "jsonl", "csv"], key="dbg.upload",
+        upload = st.file_uploader("…or upload candidates (JSON, JSONL, CSV), a saved trace or a logged trace",
+                                  type=["json", "jsonl", "csv", "parquet"], key="dbg.upload",
                                   help="A JSON array or {query, candidates, system, …, config} object, JSONL, "
-                                       "CSV with id,text,score columns, or a trace downloaded from this page.")
+                                       "CSV with id,text,score columns, a trace downloaded from this page, or a "
+                                       "logged trace: Phoenix/OpenInference (JSON, JSONL, parquet), OTLP JSON, "
+                                       "Langfuse, LangSmith, MLflow (see the README).")
     if upload is not None and upload.file_id != ss.get("ctx.upload_id"):
         ss["ctx.upload_id"] = upload.file_id
         try:
@@ -68,6 +74,8 @@ def input_section() -> None:
     elif upload is None and ss.get("ctx.upload_id") is not None:
         ss["ctx.upload_id"] = None
     with pick_col:
+        if ss.pop("ctx.clear_sample", False):  # an upload completed by the companion uploader (about_panel)
+            ss["dbg.sample"] = None
         if "dbg.sample" not in ss:
             first = next(iter(samples), None)
             ss["dbg.sample"] = ss["ctx.sample"] if ss.get("ctx.loaded") is not None else first
@@ -91,17 +99,27 @@ def input_section() -> None:
         st.info("No sample scenarios in sample_data/. Upload a candidates file to start.")
 
 
+def _run_label(runs: dict, tid: str) -> str:
+    r = runs.get(tid)
+    if r is None:
+        return tid
+    what = ", ".join(w for w, on in (("retrieval", r.get("retrieval")), ("LLM call", r.get("llm"))) if on) or "neither"
+    return f"run {r['n']} · {tid[:20]} · {what} · {r.get('documents', 0)} docs" + (f" · {r['start']}" if r.get("start") else "")
+
+
 def trace_picker() -> None:
-    """When an uploaded log holds several traces, let the user choose the one to look at."""
+    """When an uploaded log holds several runs (traces), let the user choose the one to look at; any family."""
     ss = st.session_state
     loaded, upload = ss.get("ctx.loaded"), ss.get("dbg.upload")
     logged = loaded.logged if loaded is not None else None
     traces = [t for t in (logged.traces if logged else ()) if isinstance(t, str)]
     if len(traces) < 2 or upload is None:
         return
+    runs = {r["id"]: {**r, "n": i} for i, r in enumerate(logged.runs, 1) if isinstance(r.get("id"), str)}
     current = logged.trace_id
     choice = st.selectbox(f"This file logged {len(traces)} traces; showing", traces,
                           index=traces.index(current) if current in traces else 0,
+                          format_func=lambda t: _run_label(runs, t),
                           key=f"dbg.trace.{ss.get('ctx.upload_id')}")
     if choice == current:
         return
@@ -115,10 +133,100 @@ def trace_picker() -> None:
     st.rerun()
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _file_report(name: str, data: bytes) -> dict:
+    return inspect_file(data, name=name)
+
+
+def _texts_from(name: str, data: bytes) -> dict:
+    texts: dict = {}
+    for c in ctxcore.load(data, name=name).candidates:
+        texts.setdefault(c.id, c.text)
+        if c.doc_id:
+            texts.setdefault(c.doc_id, c.text)
+    return texts
+
+
+def _companion_uploader(upload) -> None:
+    """The second uploader: candidates giving the text of documents the log recorded by id only."""
+    ss = st.session_state
+    extra = st.file_uploader("Candidates with the documents' text (id, text)", type=["json", "jsonl", "csv"],
+                             key="dbg.companion",
+                             help="For logs that recorded documents by id and score only (e.g. the OpenTelemetry "
+                                  "GenAI gen_ai.retrieval.documents): their text, matched by id or doc_id.")
+    if extra is None or extra.file_id == ss.get("ctx.companion_id"):
+        return
+    ss["ctx.companion_id"] = extra.file_id
+    data = upload.getvalue()
+    try:
+        loaded = load_run(data, texts=_texts_from(extra.name, extra.getvalue()), name=upload.name)
+    except InputError as err:
+        ss["ctx.load_error"] = str(err)
+        return
+    _use(content_key(f"{upload.name}+{extra.name}", data + extra.getvalue()), loaded, sample=None)
+    ss["ctx.clear_sample"] = True
+    st.rerun()
+
+
+def _table(rows) -> None:
+    import pandas as pd
+
+    if rows:  # nested values (a reranker's settings) as text, so every column has one type
+        st.dataframe(pd.DataFrame([{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in r.items()}
+                                   for r in rows]), hide_index=True, width="stretch")
+
+
+def about_panel() -> None:
+    """"About this file", after an upload of a logged trace: the detected format, the runs found, and the
+    shown run's query, model, logged prompt, answer and documents, with what was not found and why."""
+    ss = st.session_state
+    upload, loaded = ss.get("dbg.upload"), ss.get("ctx.loaded")
+    if upload is None:
+        return
+    if ss.get("ctx.load_error"):
+        rep = _file_report(upload.name, upload.getvalue())
+        if not rep.get("format"):
+            return
+    elif loaded is not None and loaded.logged is not None and ss.get("ctx.sample") is None:
+        rep = report(loaded)
+    else:
+        return
+    with st.expander("About this file", expanded=bool(rep.get("error"))):
+        st.markdown(md_escape(f"Format: {rep['format']}" + (f" (attributes: {', '.join(rep['conventions'])})"
+                                                             if rep.get("conventions") else "")))
+        if rep.get("error"):
+            st.error(md_escape(rep["error"]), icon=":material/error:")
+            if "--candidates" in rep["error"]:
+                _companion_uploader(upload)
+            return
+        st.caption(f"{len(rep['runs'])} run(s) in the file; showing run {rep['run'] or '?'} ({rep['trace_id']})")
+        _table(rep["runs"])
+        st.markdown(md_escape(f"Query: {rep['query'] or '(none)'}"))
+        st.markdown(md_escape(f"Model: {rep['model'] or '(none)'} · prompt tokens logged: "
+                              f"{rep['prompt_tokens'] if rep['prompt_tokens'] is not None else '(none)'} · LLM span: "
+                              f"{rep['llm_span'] or '(none)'}"))
+        st.caption(f"Logged prompt, first lines of {rep['prompt_lines']}")
+        st.code("\n".join(rep["prompt_head"]) or "(none)", language=None)
+        st.caption("Answer")
+        st.text(rep["answer"] or "(none)")
+        st.caption("Documents")
+        _table(rep["documents"])
+        if rep["reranked"]:
+            st.markdown(md_escape(f"Reranker kept, in order: {', '.join(rep['reranked'])}"
+                                  + (f"; cut: {', '.join(rep['reranker_cut'])}" if rep["reranker_cut"] else "")))
+        if rep["spans"]:
+            st.caption("Spans")
+            _table(rep["spans"])
+        for title, items in (("Not found", rep["not_found"]), ("Not read", rep["unmapped"])):
+            if items:
+                st.markdown(md_escape(f"{title}:") + "\n" + "\n".join(f"- {md_escape(m)}" for m in items))
+
+
 def loaded_input() -> Loaded:
     """The input section, the trace picker and the sidebar; the loaded input (the page stops without one)."""
     input_section()
     trace_picker()
+    about_panel()
     loaded = st.session_state.get("ctx.loaded")
     sidebar_controls()
     if loaded is None:

@@ -23,7 +23,8 @@ from ctxcore.explain import explain, findings
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = sorted(glob.glob(os.path.join(ROOT, "sample_data", "*.json")))
 FIXTURES = sorted(p for p in glob.glob(os.path.join(ROOT, "tests", "fixtures", "*.*")) + glob.glob(
-    os.path.join(ROOT, "tests", "fixtures", "traces", "*.*")) if not p.endswith(("bad.json", "no_text.csv", "no_retriever.json")))
+    os.path.join(ROOT, "tests", "fixtures", "traces", "*.*")) if not p.endswith(("bad.json", "no_text.csv", "no_retriever.json", "README.md", "otlp_genai.json",
+                                          "bare_openinference_llm.json", "bare_genai_chat.json")))
 # settings that make the samples show every kind of loss: the file's own, the naive preset's switches,
 # a tighter budget, and a threshold
 VARIANTS = [{}, {"prefer_newest": False, "near_dup": None}, {"budget": 150}, {"min_score": 0.6},

@@ -10,7 +10,7 @@ from ..errors import InputError
 from ..loaded import Loaded
 from ..records import Inputs, Logged
 from .documents import to_candidates
-from .values import listing
+from .values import as_str, listing
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,8 @@ class Family:
 
     name: str
     matches: Callable[[Any, str], bool]  # (data, source): is this the family's shape?
-    load: Callable[[Any, str, Optional[str]], Loaded]  # (data, source, trace_id): one trace as ctxcore input
+    load: Callable[..., Loaded]  # (data, source, trace_id, texts=None): one trace as ctxcore input; texts maps
+    #                              document ids to their text, for logs that recorded ids only
     traces: Callable[[Any], list[str]]  # (data): the trace ids it holds, in file order
 
 
@@ -37,10 +38,41 @@ def select_trace(groups: dict, trace_id: Optional[str], has_docs, what: str, sou
     return next(iter(groups))
 
 
+def _fill_texts(docs: list[dict], texts: Optional[dict], source: str, warnings: list[str]) -> None:
+    """Documents logged by id only take their text from the companion candidates; any still
+    without text is refused, naming the first and saying how to supply the rest."""
+    bare = [d for d in docs if d.get("content") is None or (isinstance(d.get("content"), str)
+                                                            and not d["content"].strip())]
+    if not bare:
+        return
+    filled = 0
+    for d in bare:
+        key = as_str(d.get("id"))
+        if texts and key is not None and key in texts:
+            d["content"] = texts[key]
+            filled += 1
+    if filled:
+        warnings.append(f"the log recorded {len(bare)} documents by id only: took the text of {filled} from the "
+                        f"candidates file")
+    left = [d for d in bare if d.get("content") is None or not str(d["content"]).strip()]
+    if left:
+        named = [as_str(d.get("id")) for d in left if as_str(d.get("id")) is not None]
+        how = (f"; {len(left)} of {len(docs)} documents carry only an id ({listing(named, 5)}): give their text "
+               f"in a candidates file (id, text), with --candidates FILE or the app's second uploader"
+               if named else "")
+        raise InputError("the document has no text (document.content is empty or missing; the export may hide "
+                         "retrieval text)" + how, source=source, field=left[0]["where"])
+
+
 def to_loaded(fmt: str, source: str, docs: list[dict], query: Optional[str], inputs: Inputs, config: dict,
-              logged: dict, warnings: list[str]) -> Loaded:
+              logged: dict, warnings: list[str], texts: Optional[dict] = None) -> Loaded:
     """What every family returns: candidates from its ranked documents, and what it could not map."""
+    _fill_texts(docs, texts, source, warnings)
     cands = to_candidates(docs, source)
+    if any("reranker_rank" in c.metadata for c in cands):
+        ranked = sorted((c for c in cands if "reranker_rank" in c.metadata), key=lambda c: c.metadata["reranker_rank"])
+        logged = {**logged, "reranked": [c.id for c in ranked],
+                  "reranker_cut": [c.id for c in cands if c.metadata.get("reranker") == "not in output"]}
     if not query:
         warnings.append("the trace holds no question: give one before building")
     if logged["unmapped"]:

@@ -13,9 +13,11 @@ from ..loaded import Loaded
 from ..records import Inputs
 from .documents import rank_documents
 from .family import Family, select_trace, to_loaded
-from .messages import content_text, count_docs_in, joined, query_from, request_parts, settings_from, text_of
+from .messages import (content_text, count_docs_in, joined, message_text, query_from, request_parts, settings_from,
+                       text_of)
+from .runs import pick, run_rows
 from .spans import is_span
-from .values import as_int, as_number, as_str, first, json_value, listing, outermost, time_order
+from .values import as_int, as_number, as_str, epoch_seconds, first, iso_time, json_value, listing, outermost, time_order
 
 LANGFUSE = "langfuse"
 
@@ -29,6 +31,23 @@ class _LfTrace:
     id: Optional[str]
     trace: dict
     observations: list
+
+
+# The Python SDK's pydantic models dumped with model_dump() keep the field names, not the API's
+# aliases (langfuse/langfuse-python langfuse/api/commons/types/observation.py: trace_id alias traceId,
+# start_time alias startTime, parent_observation_id alias parentObservationId, usage_details ...).
+_SNAKE = {"trace_id": "traceId", "parent_observation_id": "parentObservationId", "start_time": "startTime",
+          "end_time": "endTime", "completion_start_time": "completionStartTime", "model_parameters": "modelParameters",
+          "usage_details": "usageDetails", "cost_details": "costDetails", "prompt_name": "promptName",
+          "prompt_version": "promptVersion", "prompt_id": "promptId", "status_message": "statusMessage",
+          "session_id": "sessionId", "user_id": "userId", "html_path": "htmlPath", "total_cost": "totalCost"}
+
+
+def _camel(obj):
+    """An SDK ``model_dump()`` (snake_case) as the API writes it (camelCase); a copy, the input unchanged."""
+    if not isinstance(obj, dict) or not any(k in _SNAKE for k in obj):
+        return obj
+    return {_SNAKE.get(k, k) if _SNAKE.get(k, k) not in obj else k: v for k, v in obj.items()}
 
 
 def _is_observation(obj) -> bool:
@@ -47,8 +66,8 @@ def _langfuse_traces(data, source: str) -> Optional[list[_LfTrace]]:
     if isinstance(data, dict) and isinstance(data.get("data"), list) and "observations" not in data:
         return _langfuse_traces(data["data"], source)
     if _is_lf_trace(data):
-        trace = data["trace"] if isinstance(data.get("trace"), dict) else data
-        obs = data["observations"]
+        trace = _camel(data["trace"] if isinstance(data.get("trace"), dict) else data)
+        obs = [_camel(o) for o in data["observations"]]
         if obs and all(isinstance(o, str) for o in obs):
             raise InputError("this Langfuse trace lists observation ids only; export it with its observations "
                              "(GET /api/public/traces/{traceId})", source=source, field="observations")
@@ -58,6 +77,7 @@ def _langfuse_traces(data, source: str) -> Optional[list[_LfTrace]]:
     if isinstance(data, list) and data:
         if all(_is_lf_trace(x) for x in data):
             return [t for x in data for t in _langfuse_traces(x, source) or []] or None
+        data = [_camel(x) for x in data]
         if any(_is_observation(x) for x in data) and all(isinstance(x, dict) and "text" not in x for x in data):
             groups: dict = {}
             for o in data:
@@ -120,7 +140,7 @@ def _lf_messages(value) -> Optional[list[tuple[str, str]]]:
     if isinstance(value, dict) and isinstance(value.get("messages"), list):
         value = value["messages"]
     if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
-        return [(str(m.get("role")), content_text(m.get("content")) or
+        return [(str(m.get("role")), message_text(m) or
                  (json.dumps(m.get("tool_calls"), ensure_ascii=False) if m.get("tool_calls") else ""))
                 for m in value]
     return None
@@ -150,14 +170,19 @@ def _lf_tokens(o: dict) -> Optional[int]:
                  as_int(o.get("promptTokens")), as_int(o.get("inputUsage")))
 
 
-def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str]) -> Loaded:
+def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
     count = sum(len(t.observations) for t in traces)
     if count > MAX_SPANS:
         raise InputError(f"{count} observations; the limit is {MAX_SPANS}", source=source, field="observations")
     groups = {t.id: t for t in traces}
     if len(groups) < len(traces):  # repeated or missing ids: key by position instead
         groups = {t.id if t.id is not None else f"#{i + 1}": t for i, t in enumerate(traces)}
-    chosen = select_trace(groups, trace_id, lambda t: any(_lf_is_retriever(o) for o in t.observations), "trace", source)
+    has_docs = lambda t: any(_lf_is_retriever(o) for o in t.observations)  # noqa: E731
+    has_llm = lambda t: any(str(o.get("type", "")).upper() == "GENERATION" for o in t.observations)  # noqa: E731
+    if trace_id is not None:
+        chosen = select_trace(groups, trace_id, has_docs, "trace", source)
+    else:
+        chosen = pick(groups, has_docs, has_llm)
     lf = groups[chosen]
     warnings: list[str] = []
     unmapped: list[str] = []
@@ -165,10 +190,11 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str]) -> Loade
         warnings.append(f"file holds {len(groups)} traces; showing {chosen}")
     trace, index = lf.trace, {id(o): i for i, o in enumerate(lf.observations)}
     obs = time_order(lf.observations, lambda o: o.get("startTime"), lambda o: index[id(o)])
-    by_id = {o.get("id"): o for o in obs if o.get("id") is not None}
+    by_id = {as_str(o.get("id")): o for o in obs if as_str(o.get("id")) is not None}
 
     place = {id(o): i for i, o in enumerate(obs)}
-    retrievers = outermost([o for o in obs if _lf_is_retriever(o)], by_id, lambda o: o.get("parentObservationId"))
+    retrievers = outermost([o for o in obs if _lf_is_retriever(o)], by_id,
+                           lambda o: as_str(o.get("parentObservationId")))
     if not retrievers:
         kinds = list(dict.fromkeys(_lf_name(o) for o in obs))
         raise InputError(f"no RETRIEVER observation (or span named like 'retrieve…') with documents; found: "
@@ -235,15 +261,33 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str]) -> Loade
     if isinstance(scores, list) and scores:
         names = [f"{s.get('name')}={s.get('value', s.get('stringValue'))}" for s in scores if isinstance(s, dict)]
         unmapped.append(f"scores ({listing(names)})")
-    if trace.get("tags"):
+    if isinstance(trace.get("tags"), list) and trace["tags"]:
         unmapped.append(f"tags ({', '.join(map(str, trace['tags']))})")
 
     docs = rank_documents(retrieved, [], None, warnings)
     logged = {"prompt_text": prompt_text, "prompt_tokens": prompt_tokens, "answer": answer, "model": model,
               "trace_id": lf.id, "traces": [t for t in groups if t is not None], "unmapped": unmapped,
               "query_from": query_source, "llm_span": gen.get("name") if gen else None,
-              "retriever_spans": [o.get("name") for o in with_docs], "reranker": None}
-    return to_loaded(LANGFUSE, source, docs, query, inputs, config, logged, warnings)
+              "retriever_spans": [o.get("name") for o in with_docs], "reranker": None,
+              "runs": run_rows(groups, has_docs, has_llm,
+                               lambda t: sum(len(_lf_documents(o.get("output")) or []) for o in t.observations
+                                             if _lf_is_retriever(o)),
+                               lambda t: first(t.trace.get("timestamp"),
+                                               min((o["startTime"] for o in t.observations
+                                                    if isinstance(o.get("startTime"), str)), default=None))),
+              "spans": tuple(_lf_span(o) for o in obs)}
+    return to_loaded(LANGFUSE, source, docs, query, inputs, config, logged, warnings, texts)
+
+
+def _lf_span(o: dict) -> dict:
+    start, end = epoch_seconds(o.get("startTime")), epoch_seconds(o.get("endTime"))
+    details = json_value(o.get("usageDetails"))
+    details = details if isinstance(details, dict) else {}
+    return {"name": o.get("name"), "kind": str(o.get("type") or "").upper() or None, "id": as_str(o.get("id")),
+            "parent": as_str(o.get("parentObservationId")), "start": iso_time(start) if start is not None else None,
+            "duration_ms": round((end - start) * 1000, 3) if start is not None and end is not None else None,
+            "model": as_str(o.get("model")), "prompt_tokens": _lf_tokens(o),
+            "completion_tokens": first(as_int(details.get("output")), as_int(details.get("completion_tokens")))}
 
 
 def trace_ids(data) -> list[str]:
@@ -251,8 +295,8 @@ def trace_ids(data) -> list[str]:
     return [t.id for t in _langfuse_traces(data, "input") or () if t.id is not None]
 
 
-def _read(data, source: str, trace_id: Optional[str]) -> Loaded:
-    return _load(_langfuse_traces(data, source), source, trace_id)
+def _read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
+    return _load(_langfuse_traces(data, source), source, trace_id, texts)
 
 
 FAMILY = Family(LANGFUSE, matches=lambda data, source: _langfuse_traces(data, source) is not None, load=_read,

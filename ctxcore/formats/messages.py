@@ -11,7 +11,8 @@ from ..tokens import encoding_for_model
 from .values import as_int, dig, json_value, snippet, squash
 
 
-_QUERY_KEYS = ("query", "question", "input", "query_str", "user_input", "q", "text", "message")
+_QUERY_KEYS = ("query", "question", "input", "query_str", "str_or_query_bundle", "user_input", "q", "text",
+               "message")
 
 
 def query_from(value) -> Optional[str]:
@@ -21,11 +22,14 @@ def query_from(value) -> Optional[str]:
         return value.strip() or None
     if isinstance(value, dict):
         for key in _QUERY_KEYS:
-            found = query_from(value[key]) if key in value and not isinstance(value[key], dict) else None
+            found = query_from(value[key]) if key in value and (not isinstance(value[key], dict)
+                                                                 or key == "str_or_query_bundle") else None
             if found:
                 return found
         if "messages" in value:
             return query_from(value["messages"])
+        if isinstance(value.get("inputs"), dict):  # LangChain chain inputs, as OpenLLMetry and LangSmith log them
+            return query_from(value["inputs"])
         args = value.get("args")
         if isinstance(args, list):  # Langfuse @observe: {"args": [...], "kwargs": {...}}
             for a in args:
@@ -37,7 +41,7 @@ def query_from(value) -> Optional[str]:
     if isinstance(value, list):
         users = [m for m in value if isinstance(m, dict) and m.get("role") in ("user", "human")]
         if users:
-            return content_text(users[-1].get("content"))
+            return message_text(users[-1])
     return None
 
 
@@ -59,6 +63,20 @@ def content_text(content) -> Optional[str]:
     return None
 
 
+def message_text(message) -> Optional[str]:
+    """A chat message's text: its ``content``, else the text ``blocks`` of a LlamaIndex ``ChatMessage``
+    (run-llama/llama_index ``llama-index-core/llama_index/core/base/llms/types.py``: ``model_dump()`` writes
+    ``{"role", "additional_kwargs", "blocks": [{"block_type": "text", "text": ...}]}`` and no content)."""
+    if not isinstance(message, dict):
+        return None
+    text = content_text(message.get("content"))
+    if text is None and isinstance(message.get("blocks"), list):
+        parts = [b["text"] for b in message["blocks"]
+                 if isinstance(b, dict) and b.get("block_type", "text") == "text" and isinstance(b.get("text"), str)]
+        text = "\n".join(parts) if parts else None
+    return text
+
+
 def joined(messages: list[tuple[str, str]]) -> str:
     return "\n\n".join(f"{role}: {text}" for role, text in messages)
 
@@ -77,6 +95,8 @@ def text_of(value) -> Optional[str]:
     if isinstance(parsed, str):
         return parsed
     if isinstance(parsed, dict):
+        if isinstance(parsed.get("blocks"), list) and "content" not in parsed:  # a LlamaIndex ChatMessage
+            return message_text(parsed)
         for key in ("content", "answer", "output", "text", "response", "result", "completion"):
             if isinstance(parsed.get(key), str):
                 return parsed[key]
@@ -84,12 +104,12 @@ def text_of(value) -> Optional[str]:
         if isinstance(msg, dict):
             return content_text(msg.get("content"))
         if isinstance(parsed.get("message"), dict):
-            return content_text(parsed["message"].get("content"))
+            return message_text(parsed["message"])
         return json.dumps(parsed, ensure_ascii=False)
     if isinstance(parsed, list):
         said = [m for m in parsed if isinstance(m, dict) and m.get("role") in ("assistant", "ai")]
         if said:
-            return content_text(said[-1].get("content"))
+            return message_text(said[-1])
         return json.dumps(parsed, ensure_ascii=False)
     return None
 

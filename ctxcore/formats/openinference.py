@@ -11,9 +11,11 @@ from ..loaded import Loaded
 from ..records import Inputs
 from .documents import document, rank_documents
 from .family import Family, select_trace, to_loaded
-from .messages import content_text, count_docs_in, joined, query_from, request_parts, settings_from, text_of
+from .messages import (content_text, count_docs_in, joined, message_text, query_from, request_parts, settings_from,
+                       text_of)
+from .runs import GAP_SECONDS, by_time, first_start, links_lost, pick, run_rows, span_rows, window
 from .spans import Span, parse_spans, span_records
-from .values import as_int, as_str, dig, first, json_value, listing, outermost, time_order
+from .values import as_int, as_str, dig, epoch_seconds, first, json_value, listing, outermost, time_order
 
 OPENINFERENCE = "openinference"
 
@@ -40,20 +42,50 @@ def _has_documents(span: Span) -> bool:
     return bool(_retrieved(span) or _reranked(span, "output_documents") or _reranked(span, "input_documents"))
 
 
-def _load(spans: list[Span], source: str, trace_id: Optional[str]) -> Loaded:
+def _has_llm(spans: list[Span]) -> bool:
+    return any(s.kind == "LLM" for s in spans)
+
+
+def _doc_count(spans: list[Span]) -> int:
+    return sum(len(_retrieved(s)) for s in spans if _is_retriever(s))
+
+
+def _with_docs(spans: list[Span]) -> bool:
+    return any((_is_retriever(s) or _is_reranker(s)) and _has_documents(s) for s in spans)
+
+
+def _groups(spans: list[Span], warnings: list[str]) -> dict:
+    """The runs: spans by trace id, or by time when every span came out as its own trace."""
+    if links_lost(spans):
+        timed = by_time(spans)
+        if timed is not None and len(timed) < len(spans):
+            warnings.append(f"every span is its own trace (the export lost the trace links): grouped the "
+                            f"{len(spans)} spans into {len(timed)} runs by time (spans less than {GAP_SECONDS:g} s "
+                            f"apart are one run)")
+            return timed
+    groups: dict = {}
+    for s in spans:
+        groups.setdefault(s.trace_id, []).append(s)
+    return groups
+
+
+def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OPENINFERENCE,
+          texts: Optional[dict] = None) -> Loaded:
     for s in spans:
         for path in (("retrieval", "documents"), ("reranker", "input_documents"), ("reranker", "output_documents")):
             docs = dig(s.attrs, *path)
             if docs is not None and not isinstance(docs, list):
                 raise InputError(f"{s.label()}: the documents must be a list (indexed 0, 1, 2, ...)",
                                  source=source, field=".".join(path))
-    groups: dict = {}
-    for s in spans:
-        groups.setdefault(s.trace_id, []).append(s)
-    chosen = select_trace(groups, trace_id, lambda ss: any(
-        (_is_retriever(s) or _is_reranker(s)) and _has_documents(s) for s in ss), "trace", source)
-    trace = groups[chosen]
+    if not spans:
+        raise InputError(f"the {fmt} export holds no spans", source=source)
     warnings: list[str] = []
+    groups = _groups(spans, warnings)
+    if trace_id is not None:
+        chosen = select_trace(groups, trace_id, _with_docs, "trace", source)
+    else:
+        chosen = pick(groups, _with_docs, _has_llm)
+    trace = groups[chosen]
     unmapped: list[str] = []
     ids = [t for t in groups if t is not None]
     if len(groups) > 1:
@@ -123,6 +155,15 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str]) -> Loaded:
     # what was sent and received
     llms = [s for s in ordered if s.kind == "LLM"]
     prompts = {id(s): _oi_prompt(s) for s in llms}
+    if not any(prompts[id(s)][0] for s in llms) and len(groups) > 1:
+        sibling = _sibling_llm(trace, groups, chosen, all_docs)
+        if sibling is not None:
+            warnings.append(f"the run has no LLM call with a prompt; took the {sibling.label()} span of trace "
+                            f"{sibling.trace_id}, which ran in the same time window (recorded apart, e.g. by "
+                            f"another instrumentor)")
+            llms = [sibling]
+            prompts = {id(sibling): _oi_prompt(sibling)}
+            place[id(sibling)] = len(place)
     llm = max(llms, key=lambda s: (count_docs_in(prompts[id(s)][0], all_docs), place[id(s)]), default=None)
     prompt_text = answer = model = prompt_tokens = None
     inputs = Inputs()
@@ -156,11 +197,34 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str]) -> Loaded:
         unmapped.append(f"spans not used: {listing(spare)}")
 
     docs = rank_documents(retrieved, rer_in, rer_out, warnings)
+    shown = ordered + ([llm] if llm is not None and id(llm) not in {id(s) for s in ordered} else [])
     logged = {"prompt_text": prompt_text, "prompt_tokens": prompt_tokens, "answer": answer, "model": model,
               "trace_id": chosen, "traces": ids, "unmapped": unmapped, "query_from": query_source,
               "llm_span": llm.name if llm else None, "retriever_spans": [s.name for s in with_docs],
-              "reranker": rer_info}
-    return to_loaded(OPENINFERENCE, source, docs, query, inputs, config, logged, warnings)
+              "reranker": rer_info, "spans": span_rows(shown),
+              "runs": run_rows(groups, _with_docs, _has_llm, _doc_count, first_start),
+              "conventions": tuple(dict.fromkeys(s.convention for s in trace if s.convention))}
+    return to_loaded(fmt, source, docs, query, inputs, config, logged, warnings, texts)
+
+
+def _sibling_llm(trace: list[Span], groups: dict, chosen, docs: list[dict]) -> Optional[Span]:
+    """An LLM span of another trace that ran inside this run's time window (its prompt holding
+    the most of the run's documents), for a run whose LLM call was recorded apart."""
+    span = window(trace)
+    if span is None:
+        return None
+    start, end = span
+    found = []
+    for tid, members in groups.items():
+        if tid == chosen:
+            continue
+        for s in members:
+            t = epoch_seconds(s.start)
+            if s.kind == "LLM" and t is not None and start - 0.001 <= t <= end + GAP_SECONDS:
+                text = _oi_prompt(s)[0]
+                if text:
+                    found.append((count_docs_in(text, docs), -abs(t - start), s))
+    return max(found, key=lambda f: (f[0], f[1]))[2] if found else None
 
 
 def _oi_messages(items) -> list[tuple[str, str]]:
@@ -169,7 +233,7 @@ def _oi_messages(items) -> list[tuple[str, str]]:
         if not isinstance(m, dict):
             continue
         msg = m.get("message", m) if isinstance(m.get("message", m), dict) else m
-        text = content_text(msg.get("content"))
+        text = message_text(msg)
         if text is None:
             text = content_text(msg.get("contents"))
         if text is None:
@@ -192,9 +256,11 @@ def _oi_prompt(span: Span) -> tuple[Optional[str], list[tuple[str, str]]]:
     value = dig(span.attrs, "input", "value")
     parsed = json_value(value)
     if isinstance(parsed, dict) and isinstance(parsed.get("messages"), list):
-        messages = [(str(m.get("role") or "user"), content_text(m.get("content")) or "")
+        messages = [(str(m.get("role") or "user"), message_text(m) or "")
                     for m in parsed["messages"] if isinstance(m, dict)]
         return (joined(messages), messages) if messages else (None, [])
+    if not isinstance(parsed, str):  # a JSON input.value (call arguments, a request body) is not the prompt text
+        return None, []
     return (value, []) if isinstance(value, str) else (None, [])
 
 
@@ -222,16 +288,21 @@ def _oi_tool(item) -> Optional[str]:
 
 
 def trace_ids(data) -> list[str]:
-    """The trace ids of the OpenInference spans in ``data``, in the order they first appear."""
+    """The trace (run) ids of the OpenInference spans in ``data``, in the order they first appear."""
     records = span_records(data)
     if records is None:
         return []
-    spans = parse_spans(records, "input")
-    return [tid for tid in dict.fromkeys(s.trace_id for s in spans) if tid is not None]
+    return [tid for tid in _groups(parse_spans(records, "input"), []) if tid is not None]
 
 
-def _read(data, source: str, trace_id: Optional[str]) -> Loaded:
-    return _load(parse_spans(span_records(data, source), source), source, trace_id)
+def load_spans(spans: list[Span], source: str, trace_id: Optional[str], fmt: str,
+               texts: Optional[dict] = None) -> Loaded:
+    """One run of spans already in the OpenInference shape (any family that converts to it)."""
+    return _load(spans, source, trace_id, fmt, texts)
+
+
+def _read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
+    return _load(parse_spans(span_records(data, source), source), source, trace_id, OPENINFERENCE, texts)
 
 
 FAMILY = Family(OPENINFERENCE, matches=lambda data, source: span_records(data, source) is not None, load=_read,

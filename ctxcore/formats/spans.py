@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from ..errors import InputError
 from ..limits import MAX_KEYS, MAX_SPANS
+from .genai import convention, to_openinference
 from .values import as_str, attribute_pairs, dig, finish, first, put
 
 
@@ -23,6 +24,8 @@ class Span:
     kind: str
     start: Any
     attrs: dict = field(default_factory=dict)
+    end: Any = None
+    convention: Optional[str] = None  # the attribute convention it was logged in (gen_ai, traceloop ...)
 
     def label(self) -> str:
         return f"{self.kind or 'span'} '{self.name}'"
@@ -51,6 +54,7 @@ def is_span(obj) -> bool:
 
 
 _INDEX_FIELD = "context.span_id"  # the index of get_spans_dataframe()
+_PANDAS_INDEX = "__index_level_"  # how pyarrow stores an unnamed (or clashing) pandas index
 
 
 def _table_limits(columns: int, rows: int, source: str) -> None:
@@ -75,6 +79,14 @@ def _columns_to_records(data: dict, source: str) -> Optional[list]:
                 rec[_INDEX_FIELD] = index[i]
             rows.append(rec)
         return rows if any(is_span(r) for r in rows) else None
+    if data and all(isinstance(v, dict) for v in data.values()) and any(is_span(v) for v in data.values()):
+        _table_limits(0, len(data), source)  # pandas ``index`` orient: {row index: {column: value}}
+        rows = []
+        for idx, row in data.items():
+            rec = {k: v for k, v in row.items() if v is not None}
+            rec.setdefault(_INDEX_FIELD, idx)
+            rows.append(rec)
+        return rows
     if data and all(isinstance(v, dict) for v in data.values()) \
             and any(k in data for k in ("span_kind", "context.trace_id", "context.span_id", "parent_id",
                                         "attributes.openinference.span.kind")):
@@ -105,9 +117,10 @@ def span_records(data, source: str = "input") -> Optional[list]:
         return None
     if isinstance(data.get("resourceSpans"), list):  # OTLP JSON
         spans = []
-        for rs in data["resourceSpans"]:
-            for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or []:
-                spans.extend((ss or {}).get("spans") or [])
+        for rs in (x for x in data["resourceSpans"] if isinstance(x, dict)):
+            scopes = rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans")
+            for ss in (x for x in scopes if isinstance(x, dict)) if isinstance(scopes, list) else ():
+                spans.extend(ss["spans"] if isinstance(ss.get("spans"), list) else [])
         return spans or None
     for key in ("spans", "data"):
         if isinstance(data.get(key), list):
@@ -137,6 +150,8 @@ def parse_spans(records: list, source: str) -> list[Span]:
                              source=source, field=f"spans[{i}]")
         for key, value in raw.items():
             key = str(key)
+            if key.startswith(_PANDAS_INDEX):
+                continue
             if key == "attributes":
                 for k, v in pairs:
                     put(attrs, str(k).split("."), v)
@@ -146,8 +161,13 @@ def parse_spans(records: list, source: str) -> list[Span]:
                 put(top, key.split("."), value)
         top, attrs = finish(top), finish(attrs)
         top = top if isinstance(top, dict) else {}
+        attrs = attrs if isinstance(attrs, dict) else {}
+        conv = convention(attrs) if not dig(attrs, "openinference", "span", "kind") else None
+        if conv is not None:
+            attrs = to_openinference(attrs)
         ctx = top.get("context") if isinstance(top.get("context"), dict) else {}
-        kind = first(top.get("span_kind"), top.get("spanKind"), dig(attrs, "openinference", "span", "kind"))
+        kind = first(*(k for k in (top.get("span_kind"), top.get("spanKind")) if k != "UNKNOWN"),
+                     dig(attrs, "openinference", "span", "kind"), top.get("span_kind"))
         kind = str(kind).upper() if kind is not None else ""
         spans.append(Span(
             index=i,
@@ -157,6 +177,9 @@ def parse_spans(records: list, source: str) -> list[Span]:
                                    top.get("parentSpanId"))),
             name=str(first(top.get("name"), kind.lower(), f"span {i + 1}")),
             kind=kind,
-            start=first(top.get("start_time"), top.get("startTime"), top.get("startTimeUnixNano")),
-            attrs=attrs if isinstance(attrs, dict) else {}))
+            start=first(top.get("start_time"), top.get("startTime"), top.get("startTimeUnixNano"),
+                        top.get("start_time_unix_nano")),
+            end=first(top.get("end_time"), top.get("endTime"), top.get("endTimeUnixNano"),
+                      top.get("end_time_unix_nano")),
+            attrs=attrs, convention=conv or ("openinference" if attrs else None)))
     return spans

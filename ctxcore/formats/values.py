@@ -104,21 +104,27 @@ def dig(obj, *path):
 
 
 def _any_value(v):
-    """An OTLP JSON AnyValue as a plain value."""
+    """An OTLP JSON AnyValue as a plain value: the protobuf JSON mapping's lowerCamelCase names
+    (``stringValue``, ``intValue`` as a string, ``arrayValue``, ``kvlistValue``) or the proto field
+    names (``string_value`` ..., as Phoenix's ``/v1/projects/{id}/spans/otlpv1`` writes them)."""
     if not isinstance(v, dict):
         return v
-    for key in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
-        if key in v:
+    for key in ("stringValue", "boolValue", "doubleValue", "bytesValue",
+                "string_value", "bool_value", "double_value", "bytes_value"):
+        if key in v and v[key] is not None:
             return v[key]
-    if "intValue" in v:
-        try:
-            return int(v["intValue"])
-        except (TypeError, ValueError):
-            return v["intValue"]
-    if "arrayValue" in v:
-        return [_any_value(x) for x in (v["arrayValue"] or {}).get("values") or []]
-    if "kvlistValue" in v:
-        return {kv.get("key"): _any_value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values") or []}
+    for key in ("intValue", "int_value"):
+        if key in v and v[key] is not None:
+            try:
+                return int(v[key])
+            except (TypeError, ValueError):
+                return v[key]
+    for key in ("arrayValue", "array_value"):
+        if key in v and v[key] is not None:
+            return [_any_value(x) for x in (v[key] or {}).get("values") or []]
+    for key in ("kvlistValue", "kvlist_value"):
+        if key in v and v[key] is not None:
+            return {kv.get("key"): _any_value(kv.get("value")) for kv in (v[key] or {}).get("values") or []}
     return None
 
 
@@ -169,7 +175,15 @@ def as_int(v) -> Optional[int]:
 
 
 def json_value(v, literal: bool = False):
-    """A JSON string parsed (with ``literal``, a Python literal too); other values unchanged."""
+    """A JSON string parsed (with ``literal``, a Python literal too); other values unchanged. A
+    JSON-encoded string (``"\"What is ...?\""``, as SDKs write a string input twice encoded) is
+    unquoted, and read again when it held an object."""
+    if isinstance(v, str) and len(v) >= 2 and v.lstrip()[:1] == '"' and v.rstrip()[-1:] == '"':
+        try:
+            inner = json.loads(v)
+        except (ValueError, RecursionError):
+            return v
+        return json_value(inner, literal) if isinstance(inner, str) else inner
     if isinstance(v, str) and v.strip()[:1] in ("{", "["):
         try:
             return json.loads(v)
@@ -209,9 +223,37 @@ def _timestamp(v) -> Optional[float]:
     return None
 
 
+def epoch_seconds(v) -> Optional[float]:
+    """A logged time as seconds since the epoch: ISO text, a datetime, or a number in seconds,
+    milliseconds, microseconds or nanoseconds (told apart by size, as exporters use all four)."""
+    if isinstance(v, datetime):
+        return (v if v.tzinfo else v.replace(tzinfo=timezone.utc)).timestamp()
+    t = _timestamp(v)
+    if t is None:
+        return None
+    if abs(t) >= 1e17:  # nanoseconds (a count of seconds reaches 1e11 only in the year 5138)
+        return t / 1e9
+    if abs(t) >= 1e14:
+        return t / 1e6
+    if abs(t) >= 1e11:
+        return t / 1e3
+    return t
+
+
+def iso_time(v) -> Optional[str]:
+    """A logged time as ISO 8601 UTC text (milliseconds), or None when it is not a time."""
+    t = epoch_seconds(v)
+    if t is None:
+        return None
+    try:
+        return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def time_order(items: list, start, index) -> list:
     """``items`` by start time when every one has a readable time, else in file order."""
-    times = [_timestamp(start(x)) for x in items]
+    times = [epoch_seconds(start(x)) for x in items]
     if all(t is not None for t in times):
         return [x for _, x in sorted(zip(times, items), key=lambda tx: (tx[0], index(tx[1])))]
     return sorted(items, key=index)
