@@ -7,7 +7,7 @@ import typing
 from typing import Any, Literal, Union
 
 from .records import FATE_MEANINGS, FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Logged, Prompt, \
-    TokenizerInfo, Trace, TraceWarning, WARNING_KINDS
+    Sent, SentPassage, TokenizerInfo, Trace, TraceWarning, WARNING_KINDS
 
 _PRIMITIVES = {str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"},
                bool: {"type": "boolean"}, type(None): {"type": "null"}, Any: {}}
@@ -47,7 +47,7 @@ def _object(cls, required=None) -> dict:
 def trace_schema() -> dict:
     """JSON Schema (2020-12) of the ``ctxcore.trace/1`` format."""
     defs = {cls.__name__: _object(cls) for cls in (Candidate, Decision, Config, Budget, Inputs, TokenizerInfo,
-                                                    Prompt, Logged)}
+                                                    Prompt, Logged, Sent, SentPassage)}
     block = _object(Block)
     block["properties"]["tokens"] = {"type": "integer", "description": "end_token - start_token"}
     defs["Block"] = block
