@@ -11,14 +11,16 @@ import sys
 from typing import Optional
 
 from .answer import check_answer
+from .diagnosis import diagnose
 from .errors import BuildError, InputError
-from .explain import explain_text, findings
+from .explain import explain_text
 from .formats import load_file
 from .loaders import load
 from .pipeline import evidence_cost
 from .reading import decode, parse_json
 from .records import PRESETS, Logged, Trace
 from .schema import trace_schema
+from .sent import attach, of_trace
 from .serialize import dumps
 from .settings import SETTINGS
 
@@ -177,6 +179,7 @@ def run(argv=None, out=sys.stdout) -> int:
         out.write(dumps(trace_schema()) + "\n")
         return 0
     loaded, trace = _trace(args)
+    trace = attach(trace)  # a logged trace carries its sent context (logged.sent)
     if args.command == "build":
         text = {"json": trace.to_json, "prompt": lambda: trace.prompt.text}.get(args.format, lambda: table(trace))()
         out.write(text + "\n")
@@ -185,7 +188,8 @@ def run(argv=None, out=sys.stdout) -> int:
         answer = _read_answer(args.answer) if args.answer else _logged(loaded).answer
         if not answer:
             raise InputError("no answer given (--answer FILE) and none logged in the trace", source=args.input)
-        checks = check_answer(trace, answer, _logged(loaded).prompt_text)
+        prompt = _logged(loaded).prompt_text
+        checks = check_answer(trace, answer, prompt, sent=of_trace(trace, prompt))
         if args.format == "json":
             out.write(dumps([c.to_dict() for c in checks]) + "\n")
         else:
@@ -203,19 +207,17 @@ def run(argv=None, out=sys.stdout) -> int:
                               "yes" if e.fix_verified else "no", f"{e.note}. {e.reason}") for e in found],
                             ("id", "fate", "stage", "fix", "verified", "why")) + "\n")
         return 0
-    answer = _logged(loaded).answer
-    result = findings(trace, answer_checks=check_answer(trace, answer, _logged(loaded).prompt_text)
-                      if answer else None,
-                      logged_prompt_tokens=_logged(loaded).prompt_tokens,
-                      logged_prompt=_logged(loaded).prompt_text)
+    logged = _logged(loaded)
+    result = diagnose(trace, logged_prompt=logged.prompt_text, answer=logged.answer).findings
     if args.format == "json":
         out.write(dumps([f.to_dict() for f in result]) + "\n")
     elif not result:
         out.write("no findings: nothing in this context looks like a cause of a wrong answer\n")
     else:
-        out.write(_rows([(f.severity, f.kind, json.dumps(f.fix) if f.fix else "", "yes" if f.fix_verified else "",
-                          f"{f.title}: {f.evidence}") for f in result],
-                        ("sev", "finding", "fix", "verified", "what")) + "\n")
+        out.write(_rows([("root cause" if i == 0 and f.role == "cause" else f.role, f.kind,
+                          json.dumps(f.fix) if f.fix else "", "yes" if f.fix_verified else "",
+                          f"{f.title}: {f.evidence}" + (f" ({f.proof})" if f.proof else "")) for i, f in enumerate(result)],
+                        ("role", "finding", "fix", "verified", "what")) + "\n")
     return 0
 
 

@@ -43,6 +43,8 @@ from .similarity import jaccard, words
 
 MAX_PROOFS = 5          # fixes proved per diagnosis; the rest are counted
 RELEVANT = 0.25         # below this share of the question's content words, a passage is not about the question
+UNRELATED = 0.2        # nothing retrieved is about the question when the closest shares less than this ...
+LOW_SCORE = 0.35       # ... or when every score is below this and the closest shares less than twice that
 CROWD_SHARE = 0.25      # duplicates must take at least this share of the sent evidence to crowd anything out
 
 ORDER = ("instruction_followed", "unsupported_answer", "nothing_relevant", "outdated_version_sent",
@@ -318,13 +320,18 @@ def _unsupported(ctx: _Ctx) -> list[Finding]:
     if not cands or not ctx.q:
         return []
     best = max(cands, key=lambda c: overlap(c.text, ctx.q))
-    if overlap(best.text, ctx.q) >= RELEVANT:
+    scores = [c.score for c in cands if c.score is not None]
+    closest = overlap(best.text, ctx.q)
+    if not (closest < UNRELATED or (scores and max(scores) < LOW_SCORE and closest < 2 * UNRELATED)):
         return []
     abstained = any(c.verdict == "abstained" for c in ctx.checks)
     if abstained:
         return []
     answered = bool(ctx.answer.strip())
-    scores = [c.score for c in cands if c.score is not None]
+    said = content_words(ctx.answer)
+    if answered and said and any(len(said & content_words(ctx.by_id[p.id].text)) >= 0.5 * len(said)
+                                 for p in ctx.sent.passages):
+        return []  # the answer says what a sent passage says: worded unlike the question, but supported
     fix, ok = None, False
     if scores:
         fix = {"min_score": round(math.floor(max(scores) * 100 + 1e-6) / 100 + 0.01, 2)}
@@ -378,9 +385,8 @@ def _not_sent(ctx: _Ctx) -> list[Finding]:
     if not lost:
         return []
     decisive = max(lost, key=ctx.strength)
-    fix, ok, where = ctx.reach(decisive, [{"select": "density"}, {"near_dup": 0.8}, {"prefer_newest": True}, {}])
-    if fix == {} and ok:
-        fix = {"order": ctx.trace.config.order}
+    here = {"select": ctx.trace.config.select}  # the replay's own budgeted selection
+    fix, ok, where = ctx.reach(decisive, [here, {"select": "density"}, {"near_dup": 0.8}, {"prefer_newest": True}])
     s = ctx.by_id[decisive].score
     title = f"{decisive}" + (f" (score {s:g})" if s is not None else "") + " was retrieved but never sent"
     return [Finding("not_sent", 3, title, f"{len(lost)} retrieved passages about the question are not in the prompt",

@@ -13,6 +13,7 @@ from typing import Optional
 from .filters import version_key
 from .pipeline import build
 from .reach import normalise, reached
+from .sent import of_trace
 from .similarity import jaccard, words
 from .records import Config, Trace, TraceWarning
 
@@ -46,6 +47,7 @@ class Explanation:
     note: str
     label: Optional[str] = None
     position: Optional[int] = None
+    sent: Optional[str] = None  # for a logged trace: whether the prompt that was actually sent had it
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -171,9 +173,29 @@ def explain(trace: Trace, cid: str) -> Explanation:
     return Explanation(cid, d.fate, d.stage, d.reason, fix, verified, note, d.label, d.position)
 
 
-def explain_text(trace: Trace, text: str) -> list[Explanation]:
-    """Every candidate containing ``text``, explained."""
-    return [explain(trace, cid) for cid in find(trace, text)]
+def explain_text(trace: Trace, text: str, logged_prompt: Optional[str] = None) -> list[Explanation]:
+    """Every candidate containing ``text``, explained. For a logged trace, first whether it was in what was
+    *sent* (the evidence), then what the replay would do with it (the counterfactual)."""
+    ids = find(trace, text)
+    prompt = logged_prompt if logged_prompt is not None else (trace.logged.prompt_text if trace.logged else None)
+    out = [explain(trace, cid) for cid in ids]
+    if not prompt or not out:
+        return out
+    sent = of_trace(trace, prompt)
+    result = []
+    for e in out:
+        p = sent.passage(e.id)
+        if p is None:
+            said = "not sent: the logged prompt lacks it"
+        elif p.cut:
+            said = f"sent in part: {p.share:.0%} of it, as {p.label or 'a passage'} at position {p.position} of " \
+                   f"{len(sent.passages)}"
+        else:
+            said = f"sent as {p.label or 'a passage'}, at position {p.position} of {len(sent.passages)}"
+        result.append(Explanation(e.id, e.fate, e.stage, e.reason, e.fix, e.fix_verified,
+                                  f"{said}; the replay: {e.note}" if e.note else f"{said}; the replay: {e.fate}",
+                                  e.label, e.position, said))
+    return result
 
 
 @dataclass(frozen=True)
