@@ -114,6 +114,7 @@ def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *,
     """Check against the passages of the prompt that was sent: the logged prompt's own labels when it is
     known ([1]-style, [S#], "Document 3:" ...), else the replay's [S#] passages."""
     by_id = {c.id: c for c in trace.candidates}
+    fates = {d.id: d for d in trace.decisions}
     if sent is None:
         sent = of_trace(trace, logged_prompt)
     cite = _CITE
@@ -124,11 +125,11 @@ def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *,
     if labelled:
         passages, cite = labelled, (_NUMERIC if numeric else _CITE)
         shown = {p.id for p in sent.passages}
-        dropped = [(trace.decision(c.id), c) for c in trace.candidates if c.id not in shown]
+        dropped = [(fates[c.id], c) for c in trace.candidates if c.id not in shown]
     elif logged_prompt and numeric:
         passages, cite = logged_passages(trace, logged_prompt), _NUMERIC
         shown = {cid for cid, _ in passages.values()}
-        dropped = [(trace.decision(c.id), c) for c in trace.candidates if c.id not in shown]
+        dropped = [(fates[c.id], c) for c in trace.candidates if c.id not in shown]
     else:
         passages = {d.label: (d.id, d.text if d.text is not None else by_id[d.id].text) for d in trace.kept()}
         dropped = [(d, by_id[d.id]) for d in trace.decisions if d.fate != "kept"]

@@ -37,7 +37,8 @@ from .answer import Check, check_answer, follows_instruction
 from .assemble import INSTRUCTION_LIKE, suspicious
 from .explain import Case, _with_budget
 from .filters import version_key
-from .records import Trace
+from .pipeline import rank_order
+from .records import Sent, Trace
 from .sent import DEFAULT_NEAR, content_words, of_trace, overlap, relevance
 from .similarity import jaccard, words
 
@@ -45,6 +46,7 @@ MAX_PROOFS = 5          # fixes proved per diagnosis; the rest are counted
 RELEVANT = 0.25         # below this share of the question's content words, a passage is not about the question
 UNRELATED = 0.2        # nothing retrieved is about the question when the closest shares less than this ...
 LOW_SCORE = 0.35       # ... or when every score is below this and the closest shares less than twice that
+CONSIDER = 200         # how many of the strongest candidates not sent the causes look at
 CROWD_SHARE = 0.25      # duplicates must take at least this share of the sent evidence to crowd anything out
 
 ORDER = ("instruction_followed", "unsupported_answer", "nothing_relevant", "outdated_version_sent",
@@ -117,6 +119,11 @@ class _Ctx:
         self.proofs = 0
         self.sent_ids = {p.id for p in sent.passages}
         self.threshold = trace.config.near_dup if trace.config.near_dup is not None else DEFAULT_NEAR
+        order = {c.id: i for i, c in enumerate(rank_order(trace.candidates))}
+        # the retrieved passages a cause may name: the strongest not sent, in rank order (a passage ranked
+        # below CONSIDER others is not what a wrong answer turns on, and 10k candidates stay cheap)
+        self.lost = sorted(sent.not_sent, key=order.__getitem__)[:CONSIDER]
+        self.top = [self.by_id[cid] for cid in sorted(self.by_id, key=order.__getitem__)[:CONSIDER]]
 
     def strength(self, cid):
         return relevance(self.by_id[cid], self.q)
@@ -187,7 +194,7 @@ def _duplicates(ctx: _Ctx) -> list[Finding]:
     if share < CROWD_SHARE:
         return []
     sent_words = [words(ctx.by_id[p.id].text) for p in ctx.sent.passages]
-    lost = [cid for cid in ctx.sent.not_sent
+    lost = [cid for cid in ctx.lost
             if overlap(ctx.by_id[cid].text, ctx.q) > 0
             and all(jaccard(words(ctx.by_id[cid].text), w) < ctx.threshold for w in sent_words)]
     if not lost:
@@ -316,7 +323,7 @@ def _instructions(ctx: _Ctx) -> list[Finding]:
 
 
 def _unsupported(ctx: _Ctx) -> list[Finding]:
-    cands = ctx.trace.candidates
+    cands = ctx.top + [ctx.by_id[p.id] for p in ctx.sent.passages if ctx.by_id[p.id] not in ctx.top]
     if not cands or not ctx.q:
         return []
     best = max(cands, key=lambda c: overlap(c.text, ctx.q))
@@ -378,7 +385,7 @@ def _not_sent(ctx: _Ctx) -> list[Finding]:
     scored = sorted((c.score for c in ctx.trace.candidates if c.score is not None), reverse=True)
     top = scored[min(len(scored), max(5, 2 * len(ctx.sent.passages))) - 1] if scored else None
     sent_words = [words(ctx.by_id[p.id].text) for p in ctx.sent.passages]
-    lost = [cid for cid in ctx.sent.not_sent
+    lost = [cid for cid in ctx.lost
             if ((ctx.by_id[cid].score is not None and ctx.by_id[cid].score >= top)
                 or (ctx.by_id[cid].score is None and overlap(ctx.by_id[cid].text, ctx.q) >= RELEVANT))
             and all(jaccard(words(ctx.by_id[cid].text), w) < ctx.threshold for w in sent_words)]
@@ -411,7 +418,7 @@ def _answer_notes(checks) -> list[Finding]:
 
 def _missing_notes(ctx: _Ctx, skip: set) -> tuple[list[Finding], int]:
     """The strongest retrieved passages that were not sent, with what the replay does with them."""
-    lost = [cid for cid in ctx.sent.not_sent if cid not in skip and overlap(ctx.by_id[cid].text, ctx.q) > 0]
+    lost = [cid for cid in ctx.lost if cid not in skip and overlap(ctx.by_id[cid].text, ctx.q) > 0]
     lost.sort(key=ctx.strength, reverse=True)
     out = []
     for cid in lost[:MAX_PROOFS]:
@@ -419,7 +426,7 @@ def _missing_notes(ctx: _Ctx, skip: set) -> tuple[list[Finding], int]:
         replay = f"the replay keeps it as [{d.label}]" if d.fate == "kept" else f"the replay: {d.fate} ({d.reason})"
         out.append(Finding("missing_from_logged_prompt", 1, f"{cid} was retrieved but never sent",
                            f"{replay}; the prompt as sent does not contain it", ids=(cid,), role="note"))
-    return out, max(0, len(lost) - MAX_PROOFS)
+    return out, max(0, len(ctx.sent.not_sent) - len(skip & set(ctx.sent.not_sent)) - len(out))
 
 
 def _cut_notes(ctx: _Ctx, skip: set) -> list[Finding]:
@@ -435,13 +442,15 @@ def _explains(root: Finding, note: Finding) -> bool:
 
 
 def diagnose(trace: Trace, *, logged_prompt: Optional[str] = None, answer: Optional[str] = None,
-             limit: Optional[int] = None, progress: Optional[Callable[[int, int, str], None]] = None) -> Diagnosis:
+             limit: Optional[int] = None, progress: Optional[Callable[[int, int, str], None]] = None,
+             sent: Optional[Sent] = None) -> Diagnosis:
     """The sent context's causes, the root cause first, each with a fix proved by a re-run, then the notes.
 
     ``limit`` is the prompt limit of the model that was really called (window minus answer tokens), when it
     differs from the trace's config (a sample opened in its failure state); ``progress(done, total, what)``
-    is called before each re-run."""
-    sent = of_trace(trace, logged_prompt)
+    is called before each re-run. ``sent`` gives the sent context directly (a sample's failure-state build,
+    while ``trace`` is the replay under other settings)."""
+    sent = sent if sent is not None else of_trace(trace, logged_prompt)
     checks = tuple(check_answer(trace, answer, logged_prompt, sent=sent)) if answer and answer.strip() else ()
     ctx = _Ctx(trace, sent, checks, answer, limit, progress)
     ctx.progress(0, MAX_PROOFS + 2, "reading the sent prompt")

@@ -15,11 +15,13 @@ the sample scenarios are diagnosed in their failure state.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Optional
 
 from .compress import sentences
 from .filters import version_key
+from .memo import by_text
 from .reach import _longest_prefix, normalise
 from .records import Logged, Sent, SentPassage, Trace
 from .similarity import jaccard, words
@@ -42,6 +44,7 @@ _ABSTAIN = re.compile(r"(?:don'?t|do not) know|cannot answer|can'?t answer|unabl
                       r"not (?:in|covered by) the (?:context|sources|passages|documents)", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _stem(w: str) -> str:
     """A light suffix strip, so "refund", "refunds" and "refunded" meet ("damaged" and "damage" too)."""
     for suffix in ("ing", "ed", "es", "s", "e"):
@@ -50,6 +53,7 @@ def _stem(w: str) -> str:
     return w
 
 
+@by_text("content words")
 def content_words(text: str) -> frozenset[str]:
     """The words that carry meaning, lightly stemmed: :func:`ctxcore.similarity.words` without common
     function words."""
@@ -93,16 +97,19 @@ def _matches(candidates, hay: str, hay_words: frozenset, min_chars: int = 40):
         cw = words(c.text)
         if not text or (cw and len(cw & hay_words) < 0.3 * len(cw)):
             continue
-        pos = hay.find(text)
+        head = hay.find(text[:min_chars])
+        if head < 0 and len(cw & hay_words) < 0.6 * len(cw):
+            continue  # neither its opening nor most of its words: not a passage of this prompt
+        pos = hay.find(text) if head >= 0 else -1
         while pos >= 0 and pos in taken:
             pos = hay.find(text, pos + 1)
         if pos >= 0:
             taken.add(pos)
             out.append((c, 1.0, pos))
             continue
-        if hay.find(text) >= 0:  # every occurrence already claimed by an identical candidate
+        if head >= 0 and hay.find(text) >= 0:  # every occurrence already claimed by an identical candidate
             continue
-        length, at = _longest_prefix(text, hay)
+        length, at = _longest_prefix(text, hay) if head >= 0 else (0, -1)
         found = length if length >= min(min_chars, len(text)) else 0
         present = [p for p in (normalise(s) for s in sentences(c.text)) if len(p) >= 20 and p in hay]
         by_sentences = sum(len(p) for p in present)

@@ -64,7 +64,9 @@ from .compare import (  # noqa: F401
     preset_options, prompt_diff, read_side_links, settings_changes, SIDE_DEFAULTS, totals_frame,
 )
 from .diagnosis import (  # noqa: F401
-    claims_frame, diagnose, explain_frame, logged_of, logged_prompt_text, replay_frame, SEVERITY,
+    apply_fix, before_after, claims_frame, decisive_text, diagnose_cached, explain_frame, failure_state, failure_trace,
+    fix_text, logged_of, logged_prompt_text, marks, model_limit, open_in_failure_state, replay_frame, run_diagnosis,
+    sent_frame, SEVERITY,
 )
 from .steps import (  # noqa: F401
     build_step, COMPRESSION, encode_step_value, IDENTICAL, kept_count, N_STEPS, read_step_link, SPACED, Step,
@@ -95,7 +97,9 @@ __all__ = [
     "block_text", "prompt_view", "token_boundaries", "_block_name", "_pieces", "download_files", "downloads",
     "changes_table", "fate_changes", "moved_passages", "moved_table", "preset_config", "PRESET_HELP",
     "PRESET_LABELS", "preset_options", "prompt_diff", "read_side_links", "settings_changes", "SIDE_DEFAULTS",
-    "totals_frame", "claims_frame", "diagnose", "explain_frame", "logged_of", "logged_prompt_text", "replay_frame", "SEVERITY",
+    "totals_frame", "apply_fix", "before_after", "claims_frame", "decisive_text", "diagnose_cached", "explain_frame", "failure_state",
+    "failure_trace", "fix_text", "logged_of", "logged_prompt_text", "marks", "model_limit", "open_in_failure_state", "replay_frame",
+    "run_diagnosis", "sent_frame", "SEVERITY",
     "build_step", "COMPRESSION", "encode_step_value", "IDENTICAL", "kept_count", "N_STEPS", "read_step_link",
     "SPACED", "Step", "STEPS", "change_metrics", "show_assembly", "show_budget", "show_compression", "show_exact",
     "show_labels", "show_merge", "show_near", "show_ordering", "show_selection", "show_stale", "show_threshold",
