@@ -435,10 +435,12 @@ def _cut_notes(ctx: _Ctx, skip: set) -> list[Finding]:
             for p in ctx.sent.passages if p.cut and p.id not in skip]
 
 
+_SWALLOWS = ("prompt_cut_off", "prompt_over_window", "duplicates_crowd_out")
+
+
 def _explains(root: Finding, note: Finding) -> bool:
-    return bool(set(root.ids) & set(note.ids)) or root.kind in ("prompt_cut_off", "prompt_over_window",
-                                                                "duplicates_crowd_out") \
-        and note.kind == "missing_from_logged_prompt"
+    return bool(set(root.ids) & set(note.ids)) or root.kind in _SWALLOWS \
+        and note.kind in ("missing_from_logged_prompt", "not_sent")
 
 
 def diagnose(trace: Trace, *, logged_prompt: Optional[str] = None, answer: Optional[str] = None,
@@ -472,6 +474,9 @@ def diagnose(trace: Trace, *, logged_prompt: Optional[str] = None, answer: Optio
     if not causes:
         return Diagnosis(tuple(notes), sent, checks, ctx.proofs, more)
     root = causes[0]
+    if root.kind in _SWALLOWS:  # a prompt cut short or crowded: the passages it left out are its consequences
+        notes = [replace(f, severity=1, role="note") for f in causes[1:] if f.kind == "not_sent"] + notes
+        causes = [root] + [f for f in causes[1:] if f.kind != "not_sent"]
     folded = tuple(n.title for n in notes if _explains(root, n))
     root = replace(root, severity=3, folded=folded, resolved=_resolved(trace, root, ctx.limit))
     rest = [replace(f, severity=2, resolved=_resolved(trace, f, ctx.limit)) for f in causes[1:]
