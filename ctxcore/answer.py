@@ -212,8 +212,9 @@ def _fate_checks(trace: Trace, answer: str, sent: Sent, passages: dict, cite, ch
     for c in checks:
         out.append(c)
         if c.kind == "citation" and c.verdict == "ok" and c.ids and c.ids[0] in outdated:
-            out.append(Check(c.claim, "citation", "cites_outdated",
-                             f"{c.claim} is {c.ids[0]}, superseded by {outdated[c.ids[0]]}", (c.ids[0], outdated[c.ids[0]])))
+            out[-1] = Check(c.claim, "citation", "cites_outdated",
+                             f"{c.claim} is {c.ids[0]}, superseded by {outdated[c.ids[0]]}", (c.ids[0], outdated[c.ids[0]]))
+            continue
         if c.kind == "number" and c.verdict == "ok" and c.ids and c.ids[0] in outdated:
             where = [cid for cid, text in passages.values() if cid and c.claim in _numbers(text)]
             if where and all(w in outdated for w in where):

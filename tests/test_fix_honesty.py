@@ -213,3 +213,47 @@ def test_a_stale_fix_blocked_by_the_window_is_not_verified():
     assert e.fix is not None and e.fix["prefer_newest"] is False
     assert e.fix_verified is False
     check_explanations(t)
+
+
+# ---------------------------------------------------------------------------------------------
+# the diagnosis of the sent prompt: every cause's fix, by a fresh rebuild
+# ---------------------------------------------------------------------------------------------
+
+def cause_achieved(trace, f) -> bool:
+    """What a diagnosis cause's fix claims, checked with a build of this test's own."""
+    from ctxcore.diagnosis import KINDS
+
+    assert f.kind in KINDS or f.kind.startswith(("answer_", "missing_", "cut_")), f.kind
+    after = rebuild(trace, f.fix)
+    d = after.decision(f.ids[0])
+    if f.kind == "buried_in_middle":
+        return d.fate == "kept" and d.position in (1, len(after.kept()))
+    if f.kind == "outdated_version_sent":
+        return after.decision(f.ids[1]).fate == "kept" and d.fate != "kept"
+    if f.kind in ("unsupported_answer", "nothing_relevant"):
+        return after.abstain
+    if f.kind == "fragmented_document":
+        return d.fate == "kept" and all(after.decision(i).merged_into == f.ids[0] for i in f.ids[1:])
+    return d.fate == "kept"
+
+
+DIAGNOSED = [os.path.join(ROOT, "sample_data", n) for n in sorted(os.listdir(os.path.join(ROOT, "sample_data")))
+             if n.endswith(".json")] + sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "traces", "*.*")) +
+                                              glob.glob(os.path.join(ROOT, "tests", "fixtures", "diagnose", "*.js*")))
+DIAGNOSED = [p for p in DIAGNOSED if not p.endswith(("no_retriever.json", "expected.json"))]
+
+
+@pytest.mark.parametrize("path", DIAGNOSED, ids=os.path.basename)
+def test_every_diagnosis_fix_is_verified_exactly_when_a_rebuild_does_it(path):
+    from ctxcore.diagnosis import diagnose
+
+    loaded = load(path)
+    naive = (loaded.extra.get("scenario") or {}).get("naive_config")
+    trace = loaded.build(loaded.settings(**naive) if naive else loaded.settings())
+    dx = diagnose(trace, logged_prompt=loaded.logged.prompt_text if loaded.logged else None,
+                  answer=loaded.logged.answer if loaded.logged else None)
+    for f in dx.findings:
+        if f.fix is None:
+            assert not f.fix_verified, f
+        elif f.role == "cause" or f.kind == "not_sent":
+            assert f.fix_verified == cause_achieved(trace, f), (f.kind, f.fix, f.fix_verified)
