@@ -4,7 +4,7 @@
     python bench/diagnose_bench.py --sizes 1000 10000 --reps 3
 
 The input is ``synth.candidates(n)``; the logged system sent the first 15 in retrieval order as ``[1]`` …
-``[15]``, the first paragraph five times over (so the diagnosis has duplicates to find and a crowded-out
+``[15]``, the first paragraph five times over (four copies of it retrieved under other ids, so the diagnosis has duplicates to find and a crowded-out
 passage to prove). Measured: a cold build (every cache cleared), then the diagnosis of that trace
 (``ctxcore.diagnosis.diagnose``: reconstructing the sent context, the causes and the re-runs that prove their
 fixes), and the whole ``explain`` (build + diagnosis) as the CLI runs it, best of ``--reps``. The target: the
@@ -26,15 +26,17 @@ sys.path[:0] = [ROOT, HERE]
 
 import synth  # noqa: E402
 
-from ctxcore import Config, Logged, build  # noqa: E402
+from ctxcore import Candidate, Config, Logged, build  # noqa: E402
 from ctxcore.diagnosis import diagnose  # noqa: E402
 from ctxcore.pipeline import clear_caches  # noqa: E402
 
 
 def logged_case(n: int):
-    cands = synth.candidates(n)
+    base = synth.candidates(n - 4)
+    copies = [Candidate(f"copy-{i}", base[0].text, base[0].score) for i in range(4)]  # four more copies of the first
+    cands = base + copies
     query = "how long do refunds take for damaged items?"
-    sent = [cands[0]] * 5 + cands[1:11]
+    sent = [base[0], *copies] + base[1:11]
     prompt = "system: Answer from the context and cite it.\n\nuser: Context:\n" + "\n\n".join(
         f"[{i}] {c.text}" for i, c in enumerate(sent, 1)) + f"\n\nQuestion: {query}"
     return cands, query, Logged("openinference", prompt_text=prompt, answer="It takes five days [1][2].")

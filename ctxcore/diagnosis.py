@@ -35,7 +35,7 @@ from typing import Callable, Optional
 
 from .answer import Check, check_answer, follows_instruction
 from .assemble import INSTRUCTION_LIKE, suspicious
-from .explain import Case, _with_budget
+from .explain import Case
 from .filters import version_key
 from .pipeline import rank_order
 from .records import Sent, Trace
@@ -146,14 +146,27 @@ class _Ctx:
                 return fix, True, _where(t, cid)
             if d.fate == "over_budget" and last is None:
                 last = fix
-        if last is not None and not edge:
-            self.proofs += 1
-            grown, ok = _with_budget(self.case, cid, last)
-            if ok:
-                return grown, True, _where(self.case.run(**grown), cid)
-            return grown, False, None
+        if last is not None and not edge and self.proofs < MAX_PROOFS + 2:
+            return self.grow(cid, last)
         last = tries[0] if tries else None
         return last, False, None
+
+
+    def grow(self, cid: str, fix: dict) -> tuple[dict, bool, Optional[dict]]:
+        """``fix`` plus the docs budget ``cid`` needs: the current budget and the passage's own cost (text and
+        label line), one re-run to prove it. Never a search over budgets: a docs budget past what the window
+        allows would only make the final count drop passages one by one."""
+        t = self.run(fix)
+        c = self.by_id[cid]
+        cost = (c.tokens or t.decision(cid).tokens or len(c.text) // 3) + 60
+        budget = t.budget.docs + cost
+        if budget > t.budget.safe_input:
+            return fix, False, None
+        grown = {**fix, "budget": budget}
+        after = self.run(grown)
+        if after.decision(cid).fate == "kept":
+            return grown, True, _where(after, cid)
+        return grown, False, None
 
 
 def _where(t: Trace, cid: str) -> dict:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .filters import version_key
-from .pipeline import build
+from .pipeline import build, rank_order
 from .reach import normalise, reached
 from .sent import of_trace
 from .similarity import jaccard, words
@@ -66,7 +66,11 @@ def _kept(trace: Trace, cid: str) -> bool:
 def budget_needed(case: Case, cid: str, docs: int) -> Optional[int]:
     """Smallest docs budget, from ``docs`` (the current one) up, at which ``cid`` is kept; None if none."""
     lo = docs
-    hi = max(docs, sum(c.tokens or 0 for c in case.candidates) + 80 * len(case.candidates))
+    first = case.run()
+    # never past what the window lets the evidence have: a bigger docs budget only makes the final count
+    # drop passages one at a time (quadratic on thousands of candidates) and keeps nothing more
+    ceiling = max(docs, first.budget.safe_input)
+    hi = max(docs, min(sum(c.tokens or 0 for c in case.candidates) + 80 * len(case.candidates), ceiling))
     if not _kept(case.run(budget=hi), cid):
         return None
     while lo < hi:
@@ -173,10 +177,15 @@ def explain(trace: Trace, cid: str) -> Explanation:
     return Explanation(cid, d.fate, d.stage, d.reason, fix, verified, note, d.label, d.position)
 
 
-def explain_text(trace: Trace, text: str, logged_prompt: Optional[str] = None) -> list[Explanation]:
-    """Every candidate containing ``text``, explained. For a logged trace, first whether it was in what was
-    *sent* (the evidence), then what the replay would do with it (the counterfactual)."""
+def explain_text(trace: Trace, text: str, logged_prompt: Optional[str] = None,
+                 limit: Optional[int] = None) -> list[Explanation]:
+    """Every candidate containing ``text`` (the ``limit`` strongest, when given), explained. For a logged trace,
+    first whether it was in what was *sent* (the evidence), then what the replay would do with it (the
+    counterfactual)."""
     ids = find(trace, text)
+    if limit is not None and len(ids) > limit:
+        rank = {c.id: i for i, c in enumerate(rank_order(trace.candidates))}
+        ids = sorted(sorted(ids, key=rank.__getitem__)[:limit], key=ids.index)
     prompt = logged_prompt if logged_prompt is not None else (trace.logged.prompt_text if trace.logged else None)
     out = [explain(trace, cid) for cid in ids]
     if not prompt or not out:

@@ -66,7 +66,7 @@ from .compare import (  # noqa: F401
 from .diagnosis import (  # noqa: F401
     apply_fix, before_after, claims_frame, decisive_text, diagnose_cached, explain_frame, failure_state, failure_trace,
     fix_text, logged_of, logged_prompt_text, marks, model_limit, open_in_failure_state, replay_frame, run_diagnosis,
-    sent_frame, SEVERITY,
+    SEARCH_LIMIT, sent_frame, SEVERITY,
 )
 from .steps import (  # noqa: F401
     build_step, COMPRESSION, encode_step_value, IDENTICAL, kept_count, N_STEPS, read_step_link, SPACED, Step,
@@ -99,7 +99,7 @@ __all__ = [
     "PRESET_LABELS", "preset_options", "prompt_diff", "read_side_links", "settings_changes", "SIDE_DEFAULTS",
     "totals_frame", "apply_fix", "before_after", "claims_frame", "decisive_text", "diagnose_cached", "explain_frame", "failure_state",
     "failure_trace", "fix_text", "logged_of", "logged_prompt_text", "marks", "model_limit", "open_in_failure_state", "replay_frame",
-    "run_diagnosis", "sent_frame", "SEVERITY",
+    "run_diagnosis", "SEARCH_LIMIT", "sent_frame", "SEVERITY",
     "build_step", "COMPRESSION", "encode_step_value", "IDENTICAL", "kept_count", "N_STEPS", "read_step_link",
     "SPACED", "Step", "STEPS", "change_metrics", "show_assembly", "show_budget", "show_compression", "show_exact",
     "show_labels", "show_merge", "show_near", "show_ordering", "show_selection", "show_stale", "show_threshold",

@@ -159,11 +159,14 @@ def sent_frame(diagnosis: Diagnosis) -> pd.DataFrame:
                         columns=["position", "label", "id", "tokens", "share sent", "marks"])
 
 
+SEARCH_LIMIT = 25  # candidates explained per search (the strongest); the page says how many more matched
+
+
 def explain_frame(trace: Trace, needle: str, logged_prompt: Optional[str] = None) -> pd.DataFrame:
-    """Every candidate containing ``needle``: whether it was sent, its fate in the replay, why, and the verified
-    fix (empty: retrieval missed it)."""
+    """The strongest candidates containing ``needle``: whether each was sent, its fate in the replay, why, and
+    the verified fix (empty: retrieval missed it)."""
     rows = []
-    for e in explain_text(trace, needle, logged_prompt):
+    for e in explain_text(trace, needle, logged_prompt, limit=SEARCH_LIMIT):
         row = {"id": e.id}
         if e.sent is not None:
             row["sent?"] = e.sent
@@ -207,6 +210,6 @@ def diagnose_cached(key: str, trace: Trace, answer: str, logged: Logged):
     return list(d.checks), list(d.findings)
 
 
-__all__ = ["MAX_PROOFS", "SEVERITY", "apply_fix", "before_after", "claims_frame", "decisive_text", "diagnose_cached",
+__all__ = ["MAX_PROOFS", "SEARCH_LIMIT", "SEVERITY", "apply_fix", "before_after", "claims_frame", "decisive_text", "diagnose_cached",
            "explain_frame", "failure_state", "failure_trace", "fix_text", "logged_of", "logged_prompt_text", "marks", "model_limit",
            "open_in_failure_state", "replay_frame", "run_diagnosis", "sent_frame"]

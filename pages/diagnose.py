@@ -117,6 +117,8 @@ if needle.strip():
         st.info("No candidate contains that text: retrieval never returned it, so no setting here can help.",
                 icon=":material/search_off:")
     else:
+        if len(rows) >= ctxui.SEARCH_LIMIT:
+            st.caption(f"The {ctxui.SEARCH_LIMIT} strongest candidates containing it; narrow the phrase to see others.")
         st.dataframe(rows, hide_index=True, width="stretch",
                      column_config={"why": st.column_config.TextColumn(width="large"),
                                     "verified": st.column_config.CheckboxColumn()})

@@ -301,3 +301,27 @@ def test_a_sample_opens_in_its_failure_state_and_apply_resolves_it():
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Before: returns-shipping-damaged in the prompt that was sent"] == "not sent"
     assert "position" in metrics["After: returns-shipping-damaged in the replay"]
+
+
+def test_the_page_is_interactive_with_3000_candidates(tmp_path):
+    """A hang guard, not a timing: the page's runs (upload, then a search) each finish within AppTest's timeout,
+    because the diagnosis proves only the passages its causes name."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_catalogue", CATALOGUE / "make.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    topics = ["refund", "shipping", "warranty", "invoice", "account", "locker", "returns", "gift"]
+    docs = [make.doc(f"c{i:04d}", f"{topics[i % 8]} note {i}: " + " ".join(f"w{(i * 7 + j) % 997}" for j in range(40)),
+                     round(1 - i / 3500, 4)) for i in range(3000)]
+    query = "how long do refunds take for damaged items?"
+    msgs = [("system", make.SYSTEM_CITE), ("user", make.user_message(query, docs[:12], "brackets"))]
+    path = tmp_path / "big.json"
+    path.write_text(make.nested(make.oi_spans("ee" * 16, query, docs, msgs, "Five days [1].")))
+    at = _page(upload=path)
+    assert any("Root cause" in str(h.value) for h in at.subheader)
+    at.text_input(key="dx.find").set_value("refund note")
+    at.run()
+    assert not at.exception
+    found = next(df.value for df in at.dataframe if "why" in df.value.columns)
+    assert 0 < len(found) <= 25 and "sent?" in found.columns
