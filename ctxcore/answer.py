@@ -112,9 +112,12 @@ def _sent_passages(trace: Trace, sent: Sent, numeric: bool) -> dict[str, tuple]:
 def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *, sent: Sent | None = None
                  ) -> list[Check]:
     """Check against the passages of the prompt that was sent: the logged prompt's own labels when it is
-    known ([1]-style, [S#], "Document 3:" ...), else the replay's [S#] passages."""
+    known ([1]-style, [S#], "Document 3:" ...), else the replay's [S#] passages. The fate-tied checks
+    (outdated, not supporting, duplicate, uncited, abstention) run when the sent context is given or a
+    logged prompt is (``sent=ctxcore.sent.of_trace(trace)`` asks for them on a build's own prompt)."""
     by_id = {c.id: c for c in trace.candidates}
     fates = {d.id: d for d in trace.decisions}
+    tied = sent is not None or bool(logged_prompt)
     if sent is None:
         sent = of_trace(trace, logged_prompt)
     cite = _CITE
@@ -191,7 +194,7 @@ def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *,
                                 tuple(c.id for _, c in sources)))
         else:
             checks.append(Check(n, "number", "unsupported", f"{n} appears in no candidate"))
-    return _fate_checks(trace, answer, sent, passages, cite, checks)
+    return _fate_checks(trace, answer, sent, passages, cite, checks) if tied else checks
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[\"“(])|\n+")

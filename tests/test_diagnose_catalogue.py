@@ -11,7 +11,8 @@ from conftest import cli
 from streamlit.testing.v1 import AppTest
 
 from ctxcore import Candidate, Config, Logged, Trace, build, load, trace_schema
-from ctxcore.answer import SUPPORT, check_answer
+from ctxcore.answer import SUPPORT
+from ctxcore.answer import check_answer as _check_answer
 from ctxcore.diagnosis import KINDS, MAX_PROOFS, ORDER, diagnose
 from ctxcore.explain import explain_text
 from ctxcore.sent import attach, of_trace, reconstruct
@@ -153,6 +154,11 @@ def test_explain_text_says_first_whether_it_was_sent():
 
 
 # the answer checks, by hand --------------------------------------------------------------------------------
+
+def check_answer(trace, answer):
+    """With the fate-tied checks: the sent context is the build's own prompt."""
+    return _check_answer(trace, answer, sent=of_trace(trace))
+
 
 def _two_versions():
     cands = [Candidate("old", "Returns are accepted within 30 days of delivery.", 0.9, doc_id="r", date="2024-01-01"),
