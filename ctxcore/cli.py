@@ -12,8 +12,9 @@ from typing import Optional
 
 from .answer import check_answer
 from .budget import describe as describe_budget
+from .diagnosis import diagnose
 from .errors import BuildError, InputError
-from .explain import explain_text, findings
+from .explain import explain_text
 from .formats import load_run
 from .inspect import inspect_file, report_text
 from .loaders import load
@@ -24,6 +25,7 @@ from .replay import BATCH, replay
 from .replay_engines import ENGINES
 from .replay_report import Summary
 from .schema import trace_schema
+from .sent import attach, of_trace
 from .serialize import dumps
 from .settings import SETTINGS
 
@@ -272,6 +274,7 @@ def run(argv=None, out=sys.stdout) -> int:
     if args.command == "inspect":
         return _inspect(args, out)
     loaded, trace = _trace(args)
+    trace = attach(trace)  # a logged trace carries its sent context (logged.sent)
     if args.command == "build":
         text = {"json": trace.to_json, "prompt": lambda: trace.prompt.text}.get(args.format, lambda: table(trace))()
         out.write(text + "\n")
@@ -280,7 +283,8 @@ def run(argv=None, out=sys.stdout) -> int:
         answer = _read_answer(args.answer) if args.answer else _logged(loaded).answer
         if not answer:
             raise InputError("no answer given (--answer FILE) and none logged in the trace", source=args.input)
-        checks = check_answer(trace, answer, _logged(loaded).prompt_text)
+        prompt = _logged(loaded).prompt_text
+        checks = check_answer(trace, answer, prompt, sent=of_trace(trace, prompt))
         if args.format == "json":
             out.write(dumps([c.to_dict() for c in checks]) + "\n")
         else:
@@ -298,19 +302,17 @@ def run(argv=None, out=sys.stdout) -> int:
                               "yes" if e.fix_verified else "no", f"{e.note}. {e.reason}") for e in found],
                             ("id", "fate", "stage", "fix", "verified", "why")) + "\n")
         return 0
-    answer = _logged(loaded).answer
-    result = findings(trace, answer_checks=check_answer(trace, answer, _logged(loaded).prompt_text)
-                      if answer else None,
-                      logged_prompt_tokens=_logged(loaded).prompt_tokens,
-                      logged_prompt=_logged(loaded).prompt_text)
+    logged = _logged(loaded)
+    result = diagnose(trace, logged_prompt=logged.prompt_text, answer=logged.answer).findings
     if args.format == "json":
         out.write(dumps([f.to_dict() for f in result]) + "\n")
     elif not result:
         out.write("no findings: nothing in this context looks like a cause of a wrong answer\n")
     else:
-        out.write(_rows([(f.severity, f.kind, json.dumps(f.fix) if f.fix else "", "yes" if f.fix_verified else "",
-                          f"{f.title}: {f.evidence}") for f in result],
-                        ("sev", "finding", "fix", "verified", "what")) + "\n")
+        out.write(_rows([("root cause" if i == 0 and f.role == "cause" else f.role, f.kind,
+                          json.dumps(f.fix) if f.fix else "", "yes" if f.fix_verified else "",
+                          f"{f.title}: {f.evidence}" + (f" ({f.proof})" if f.proof else "")) for i, f in enumerate(result)],
+                        ("role", "finding", "fix", "verified", "what")) + "\n")
     return 0
 
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .filters import version_key
-from .pipeline import build
+from .pipeline import build, rank_order
 from .reach import normalise, reached
+from .sent import of_trace
 from .similarity import jaccard, words
 from .settings import AUTO_HISTORY_SHARE
 from .records import Config, Trace, TraceWarning
@@ -47,6 +48,7 @@ class Explanation:
     note: str
     label: Optional[str] = None
     position: Optional[int] = None
+    sent: Optional[str] = None  # for a logged trace: whether the prompt that was actually sent had it
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -65,7 +67,11 @@ def _kept(trace: Trace, cid: str) -> bool:
 def budget_needed(case: Case, cid: str, docs: int) -> Optional[int]:
     """Smallest docs budget, from ``docs`` (the current one) up, at which ``cid`` is kept; None if none."""
     lo = docs
-    hi = max(docs, sum(c.tokens or 0 for c in case.candidates) + 80 * len(case.candidates))
+    first = case.run()
+    # never past what the window lets the evidence have: a bigger docs budget only makes the final count
+    # drop passages one at a time (quadratic on thousands of candidates) and keeps nothing more
+    ceiling = max(docs, first.budget.safe_input)
+    hi = max(docs, min(sum(c.tokens or 0 for c in case.candidates) + 80 * len(case.candidates), ceiling))
     if not _kept(case.run(budget=hi), cid):
         return None
     while lo < hi:
@@ -172,9 +178,34 @@ def explain(trace: Trace, cid: str) -> Explanation:
     return Explanation(cid, d.fate, d.stage, d.reason, fix, verified, note, d.label, d.position)
 
 
-def explain_text(trace: Trace, text: str) -> list[Explanation]:
-    """Every candidate containing ``text``, explained."""
-    return [explain(trace, cid) for cid in find(trace, text)]
+def explain_text(trace: Trace, text: str, logged_prompt: Optional[str] = None,
+                 limit: Optional[int] = None) -> list[Explanation]:
+    """Every candidate containing ``text`` (the ``limit`` strongest, when given), explained. For a logged trace,
+    first whether it was in what was *sent* (the evidence), then what the replay would do with it (the
+    counterfactual)."""
+    ids = find(trace, text)
+    if limit is not None and len(ids) > limit:
+        rank = {c.id: i for i, c in enumerate(rank_order(trace.candidates))}
+        ids = sorted(sorted(ids, key=rank.__getitem__)[:limit], key=ids.index)
+    prompt = logged_prompt if logged_prompt is not None else (trace.logged.prompt_text if trace.logged else None)
+    out = [explain(trace, cid) for cid in ids]
+    if not prompt or not out:
+        return out
+    sent = of_trace(trace, prompt)
+    result = []
+    for e in out:
+        p = sent.passage(e.id)
+        if p is None:
+            said = "not sent: the logged prompt lacks it"
+        elif p.cut:
+            said = f"sent in part: {p.share:.0%} of it, as {p.label or 'a passage'} at position {p.position} of " \
+                   f"{len(sent.passages)}"
+        else:
+            said = f"sent as {p.label or 'a passage'}, at position {p.position} of {len(sent.passages)}"
+        result.append(Explanation(e.id, e.fate, e.stage, e.reason, e.fix, e.fix_verified,
+                                  f"{said}; the replay: {e.note}" if e.note else f"{said}; the replay: {e.fate}",
+                                  e.label, e.position, said))
+    return result
 
 
 @dataclass(frozen=True)

@@ -297,6 +297,54 @@ class Prompt:
 
 
 @dataclass(frozen=True)
+class SentPassage:
+    """One candidate as it appears in a prompt that was actually sent (reconstructed by :mod:`ctxcore.sent`)."""
+
+    id: str
+    position: int                                 # 1-based place among the passages found in the sent prompt
+    label: Optional[str] = None                   # the label the prompt gave it: [1], [S2], Document 3: ...
+    share: float = 1.0                            # fraction of its text found; below 1 it was cut
+    tokens: int = 0                               # tokens of the part that was sent
+    offset: int = 0                               # where it starts in the normalised prompt text
+    duplicate_of: Optional[str] = None            # an earlier sent passage with the same or near-same text
+    similarity: Optional[float] = None            # word-set Jaccard with duplicate_of (1.0: identical text)
+    superseded_by: Optional[str] = None           # a newer version of the same document that was retrieved
+
+    @property
+    def cut(self) -> bool:
+        return self.share < 1.0
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The sent context, reconstructed: which candidates reached the prompt, in which order, whole or cut,
+    duplicates and versions among them, and whether the question and the answer rule were there."""
+
+    passages: tuple[SentPassage, ...] = ()
+    not_sent: tuple[str, ...] = ()                # retrieved candidates whose text is not in the prompt
+    evidence_tokens: int = 0                      # tokens of the sent passages together
+    prompt_tokens: int = 0                        # the whole prompt, recounted with the replay's tokenizer
+    limit: int = 0                                # window minus reserved answer tokens
+    over_window: bool = False                     # prompt_tokens > limit
+    question_present: bool = True
+    rule_present: bool = False                    # an answer rule: answer only from the context, cite, abstain
+    abstain_asked: bool = False                   # the prompt tells the model what to say when it cannot answer
+    source: str = "logged"                        # "logged": the logged prompt; "replay": a build's own prompt
+
+    def __post_init__(self):  # read back from JSON: the passages arrive as objects
+        if any(isinstance(p, dict) for p in self.passages):
+            object.__setattr__(self, "passages", tuple(
+                SentPassage(**{k: v for k, v in p.items() if k in _SENT_FIELDS}) if isinstance(p, dict) else p
+                for p in self.passages))
+
+    def passage(self, cid: str) -> Optional[SentPassage]:
+        return next((p for p in self.passages if p.id == cid), None)
+
+
+_SENT_FIELDS = frozenset(f.name for f in dataclasses.fields(SentPassage))
+
+
+@dataclass(frozen=True)
 class Logged:
     """What a tracing tool logged for one run: the request that was actually sent, and its answer.
 
@@ -320,6 +368,13 @@ class Logged:
     spans: tuple[dict[str, Any], ...] = ()        # the run's spans: {name, kind, id, parent, start, duration_ms,
                                                   #   model, prompt_tokens, completion_tokens}
     conventions: tuple[str, ...] = ()             # attribute conventions seen (openinference, gen_ai, traceloop)
+    sent: Optional[Sent] = None                   # the sent context, reconstructed (ctxcore.sent.attach)
+
+    def __post_init__(self):  # read back from JSON: the sent context arrives as an object
+        if isinstance(self.sent, dict):
+            names = {f.name for f in dataclasses.fields(Sent)}
+            object.__setattr__(self, "sent", Sent(**{k: tuple(v) if isinstance(v, list) else v
+                                                    for k, v in self.sent.items() if k in names}))
 
 
 @dataclass(frozen=True)

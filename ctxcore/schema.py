@@ -9,7 +9,7 @@ import typing
 from typing import Any, Literal, Union
 
 from .records import FATE_MEANINGS, FORMAT, Block, Budget, Candidate, Config, Decision, Inputs, Logged, Prompt, \
-    TokenizerInfo, Trace, TraceWarning, WARNING_KINDS
+    Sent, SentPassage, TokenizerInfo, Trace, TraceWarning, WARNING_KINDS
 
 ENCODING_NAME = "^[A-Za-z0-9_.-]{1,64}$"  # what a tiktoken encoding name can look like (no markup, no paths)
 
@@ -51,7 +51,7 @@ def _object(cls, required=None) -> dict:
 def trace_schema() -> dict:
     """JSON Schema (2020-12) of the ``ctxcore.trace/1`` format."""
     defs = {cls.__name__: _object(cls) for cls in (Candidate, Decision, Config, Budget, Inputs, TokenizerInfo,
-                                                    Prompt, Logged)}
+                                                    Prompt, Logged, Sent, SentPassage)}
     block = _object(Block)
     block["properties"]["tokens"] = {"type": "integer", "description": "end_token - start_token"}
     defs["Block"] = block

@@ -20,7 +20,11 @@ def _compact(record, keep=()) -> dict:
     for f in dataclasses.fields(record):
         v = getattr(record, f.name)
         if f.name in keep or not (v is None or v == {} or (f.name == "generated_id" and v is False)):
-            out[f.name] = list(v) if isinstance(v, tuple) else v
+            if dataclasses.is_dataclass(v):  # a nested record (Logged.sent)
+                v = _compact(v)
+            elif isinstance(v, tuple):
+                v = [_compact(x) if dataclasses.is_dataclass(x) else x for x in v]
+            out[f.name] = v
     return out
 
 

@@ -39,7 +39,7 @@ from .controls import (  # noqa: F401
     MODELS, query_input, sidebar_controls, tokenizer_select, window_controls, _tokenizer_label, _tokenizer_options,
 )
 from .inputs import (  # noqa: F401
-    ensure_loaded, input_section, loaded_input, trace_picker, use_sample, _sample_title, _use,
+    about_panel, ensure_loaded, input_section, loaded_input, trace_picker, use_sample, _sample_title, _use,
 )
 from .scenario import (  # noqa: F401
     scenario_header, scenario_info, scenario_story, settings_buttons, _scenario, _settings_mode, _text,
@@ -64,7 +64,9 @@ from .compare import (  # noqa: F401
     preset_options, prompt_diff, read_side_links, settings_changes, SIDE_DEFAULTS, totals_frame,
 )
 from .diagnosis import (  # noqa: F401
-    claims_frame, diagnose, explain_frame, logged_of, logged_prompt_text, replay_frame, SEVERITY,
+    apply_fix, before_after, claims_frame, decisive_text, diagnose_cached, explain_frame, failure_state, failure_trace,
+    fix_text, logged_of, logged_prompt_text, marks, model_limit, open_in_failure_state, replay_frame, run_diagnosis,
+    SEARCH_LIMIT, sent_frame, SEVERITY,
 )
 from .steps import (  # noqa: F401
     build_step, COMPRESSION, encode_step_value, IDENTICAL, kept_count, N_STEPS, read_step_link, SPACED, Step,
@@ -88,14 +90,16 @@ __all__ = [
     "load_named_sample", "ROOT", "safe_build", "SAMPLE_DIR", "sample_path", "sample_paths", "_build", "_load",
     "_load_trace", "count_block_tokens", "store_budget", "MODELS", "query_input", "sidebar_controls",
     "tokenizer_select", "window_controls", "_tokenizer_label", "_tokenizer_options", "ensure_loaded",
-    "input_section", "loaded_input", "trace_picker", "use_sample", "_sample_title", "_use", "scenario_header",
+    "about_panel", "input_section", "loaded_input", "trace_picker", "use_sample", "_sample_title", "_use", "scenario_header",
     "scenario_info", "scenario_story", "settings_buttons", "_scenario", "_settings_mode", "_text", "metrics",
     "side_metrics", "warnings_list", "detail_view", "FATES_COLUMNS", "fates_frame", "fates_table", "MAX_PICKER",
     "_select_row", "budget_waterfall", "position_chart", "prompt_map", "token_bars", "_block_text", "block_pieces",
     "block_text", "prompt_view", "token_boundaries", "_block_name", "_pieces", "download_files", "downloads",
     "changes_table", "fate_changes", "moved_passages", "moved_table", "preset_config", "PRESET_HELP",
     "PRESET_LABELS", "preset_options", "prompt_diff", "read_side_links", "settings_changes", "SIDE_DEFAULTS",
-    "totals_frame", "claims_frame", "diagnose", "explain_frame", "logged_of", "logged_prompt_text", "replay_frame", "SEVERITY",
+    "totals_frame", "apply_fix", "before_after", "claims_frame", "decisive_text", "diagnose_cached", "explain_frame", "failure_state",
+    "failure_trace", "fix_text", "logged_of", "logged_prompt_text", "marks", "model_limit", "open_in_failure_state", "replay_frame",
+    "run_diagnosis", "SEARCH_LIMIT", "sent_frame", "SEVERITY",
     "build_step", "COMPRESSION", "encode_step_value", "IDENTICAL", "kept_count", "N_STEPS", "read_step_link",
     "SPACED", "Step", "STEPS", "change_metrics", "show_assembly", "show_budget", "show_compression", "show_exact",
     "show_labels", "show_merge", "show_near", "show_ordering", "show_selection", "show_stale", "show_threshold",

@@ -222,11 +222,13 @@ def about_panel() -> None:
                 st.markdown(md_escape(f"{title}:") + "\n" + "\n".join(f"- {md_escape(m)}" for m in items))
 
 
-def loaded_input() -> Loaded:
-    """The input section, the trace picker and the sidebar; the loaded input (the page stops without one)."""
+def loaded_input(about: bool = True) -> Loaded:
+    """The input section, the trace picker and the sidebar; the loaded input (the page stops without one).
+    ``about=False``: the page shows :func:`about_panel` itself, lower down (Diagnose leads with its root cause)."""
     input_section()
     trace_picker()
-    about_panel()
+    if about or st.session_state.get("ctx.loaded") is None:
+        about_panel()
     loaded = st.session_state.get("ctx.loaded")
     sidebar_controls()
     if loaded is None:

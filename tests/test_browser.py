@@ -314,77 +314,79 @@ TRACES = FIXTURES / "traces"
 
 
 def _engine_findings(path: Path):
-    """The findings exactly as pages/diagnose.py computes them: the file's own settings and query (applied on
-    upload), the logged answer checked against the prompt that was sent, the logged prompt and its token count."""
-    from ctxcore.answer import check_answer
-    from ctxcore.explain import findings
+    """The diagnosis exactly as pages/diagnose.py computes it: the file's own settings and query (applied on
+    upload), the logged answer checked against the prompt that was sent."""
+    from ctxcore.diagnosis import diagnose
 
     loaded = ctxcore.load(path.read_bytes(), name=path.name)
     logged = loaded.logged or ctxcore.Logged(loaded.format)
     trace = loaded.build(loaded.settings(), loaded.query)
-    answer = logged.answer or ""
-    checks = check_answer(trace, answer, logged.prompt_text) if answer.strip() else []
-    found = findings(trace, answer_checks=checks, logged_prompt_tokens=logged.prompt_tokens,
-                     logged_prompt=logged.prompt_text)
-    return loaded, logged, found
+    dx = diagnose(trace, logged_prompt=logged.prompt_text, answer=logged.answer or None)
+    return loaded, logged, list(dx.findings)
 
 
 WORD_JOINER = "\u2060"  # ctxui.md_escape puts it into URLs and e-mail addresses
-SEVERITY = {3: "likely cause", 2: "worth fixing", 1: "note"}  # as pages/diagnose.py labels them
+SEVERITY = {3: "root cause", 2: "also a cause", 1: "note"}  # as ctxui.SEVERITY labels them
 
 
 def _clean(text: str) -> str:
     return text.replace(WORD_JOINER, "").strip()
 
 
-@pytest.mark.parametrize("name", ["phoenix_flat.jsonl", "phoenix_truncated_prompt.json"])
-def test_diagnose_page_shows_the_engine_findings(page, name):
+DIAGNOSE = FIXTURES / "diagnose"
+
+
+@pytest.mark.parametrize("path", [TRACES / "phoenix_flat.jsonl", TRACES / "phoenix_truncated_prompt.json",
+                                  DIAGNOSE / "buried_oi_nested.json"], ids=lambda p: p.name)
+def test_diagnose_page_leads_with_the_root_cause_and_applies_its_fix(page, path):
     from playwright.sync_api import expect
 
-    path = TRACES / name
+    name = path.name
     loaded, logged, found = _engine_findings(path)
-    if name == "phoenix_truncated_prompt.json":  # the case the fixture was written for
-        titles = [f.title for f in found]
-        assert any("reached the logged prompt only in part" in t for t in titles), titles
-        assert any("was retrieved but never sent" in t for t in titles), titles
+    root = found[0]
+    assert root.role == "cause" and root.fix_verified
 
     page.locator('[data-testid="stSidebarNav"] a', has_text="Diagnose").click()
     expect(page.locator("h1", has_text="Diagnose a wrong answer")).to_be_visible(timeout=WAIT)
     wait_idle(page)
     upload(page, name, path.read_bytes())
-    # the page shows the landing sample until the upload is processed: wait for this file's own state
-    if logged.answer:
+    if logged.answer:  # the page shows the landing sample until the upload is processed: wait for this file
         page.wait_for_function("""a => [...document.querySelectorAll('[data-testid="stTextArea"] textarea')]
                                             .some(t => t.value === a)""", arg=logged.answer, timeout=WAIT)
-    logged_prompt = logged.prompt_text
-    assert logged_prompt, "the fixture logs its prompt"
-    expect(page.locator("h3", has_text="Logged prompt versus replay")).to_be_visible(timeout=WAIT)
-    first_line = next(line for line in logged_prompt.splitlines() if line.strip())
-    expect(page.locator('[data-testid="stCode"] code', has_text=first_line.strip()).first).to_be_visible()
-    wait_idle(page)
-    if logged.answer:  # the previous input's answer box (another key) is gone once the run is over
-        expect(page.locator('[data-testid="stTextArea"] textarea')).to_have_value(logged.answer)
-
-    expect(page.locator("h3", has_text="Findings")).to_be_visible()
     main = page.locator('[data-testid="stMain"]')
-    if not found:
-        expect(main.get_by_text("Nothing in this context looks like the cause")).to_be_visible()
-    else:
-        heads = [_clean(t) for t in main.locator('[data-testid="stMarkdownContainer"]').all_inner_texts()
-                 if any(_clean(t).startswith(s + " · ") for s in SEVERITY.values())]
-        assert heads == [f"{SEVERITY[f.severity]} · {f.title}" for f in found]
-        texts = [_clean(t) for t in main.locator('[data-testid="stText"]').all_inner_texts()]
-        for f in found:
-            assert f.evidence in texts, f.evidence
-        assert main.get_by_text("Nothing in this context looks like the cause").count() == 0
+    sentence = main.locator('[data-testid="stMarkdownContainer"] strong', has_text=root.title[:40]).first
+    expect(sentence).to_be_visible(timeout=WAIT)
+    wait_idle(page)
+    assert _clean(sentence.inner_text()) == root.title
+    # the root-cause sentence comes before any table on the page
+    above = page.evaluate("""t => {
+        const s = [...document.querySelectorAll('[data-testid="stMain"] strong')].find(e => e.innerText.includes(t));
+        const first = document.querySelector('[data-testid="stMain"] [data-testid="stDataFrame"]');
+        return !!s && !!first && !!(s.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING);
+    }""", root.title[:40])
+    assert above
+    # the decisive passage as text
+    decisive = next(c for c in loaded.candidates if c.id == root.ids[0])
+    texts = [_clean(t) for t in main.locator('[data-testid="stText"]').all_inner_texts()]
+    assert decisive.text in texts
     # the logged prompt is shown as sent, next to the replay
     codes = [c.strip() for c in main.locator('[data-testid="stCode"] code').all_text_contents()]
-    assert logged_prompt.strip() in codes
+    assert logged.prompt_text.strip() in codes
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+
+    main.get_by_role("button", name="Apply").first.click()
+    expect(main.get_by_text("Resolved in the replay.").first).to_be_visible(timeout=WAIT)
+    wait_idle(page)
+    metrics = dict(_metric_pairs(page))
+    before = metrics[f"Before: {root.ids[0]} in the prompt that was sent"]
+    after = metrics[f"After: {root.ids[0]} in the replay"]
+    assert "position" in after
+    if name == "buried_oi_nested.json":
+        assert before == "position 8 of 15" and after.endswith("position 1 of 15")
+    assert page.locator('[data-testid="stException"]').count() == 0
 
     if name == "phoenix_flat.jsonl":
         page.set_viewport_size({"width": 1440, "height": 1800})
         page.wait_for_timeout(500)
-        (ROOT / "docs").mkdir(exist_ok=True)
         page.screenshot(path=str(browserkit.screenshot_path("diagnose.png")))

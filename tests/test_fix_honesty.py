@@ -22,9 +22,11 @@ from ctxcore.explain import explain, findings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = sorted(glob.glob(os.path.join(ROOT, "sample_data", "*.json")))
+# files that are not a trace to build on their own: broken on purpose, documentation, ids without texts, bare spans
+NOT_ALONE = ("bad.json", "no_text.csv", "no_retriever.json", "README.md", "otlp_genai.json", "expected.json",
+             "bare_openinference_llm.json", "bare_genai_chat.json", "make.py")
 FIXTURES = sorted(p for p in glob.glob(os.path.join(ROOT, "tests", "fixtures", "*.*")) + glob.glob(
-    os.path.join(ROOT, "tests", "fixtures", "traces", "*.*")) if not p.endswith(("bad.json", "no_text.csv", "no_retriever.json", "README.md", "otlp_genai.json",
-                                          "bare_openinference_llm.json", "bare_genai_chat.json")))
+    os.path.join(ROOT, "tests", "fixtures", "traces", "*.*")) if not p.endswith(NOT_ALONE))
 # settings that make the samples show every kind of loss: the file's own, the naive preset's switches,
 # a tighter budget, and a threshold
 VARIANTS = [{}, {"prefer_newest": False, "near_dup": None}, {"budget": 150}, {"min_score": 0.6},
@@ -214,3 +216,47 @@ def test_a_stale_fix_blocked_by_the_window_is_not_verified():
     assert e.fix is not None and e.fix["prefer_newest"] is False
     assert e.fix_verified is False
     check_explanations(t)
+
+
+# ---------------------------------------------------------------------------------------------
+# the diagnosis of the sent prompt: every cause's fix, by a fresh rebuild
+# ---------------------------------------------------------------------------------------------
+
+def cause_achieved(trace, f) -> bool:
+    """What a diagnosis cause's fix claims, checked with a build of this test's own."""
+    from ctxcore.diagnosis import KINDS
+
+    assert f.kind in KINDS or f.kind.startswith(("answer_", "missing_", "cut_")), f.kind
+    after = rebuild(trace, f.fix)
+    d = after.decision(f.ids[0])
+    if f.kind == "buried_in_middle":
+        return d.fate == "kept" and d.position in (1, len(after.kept()))
+    if f.kind == "outdated_version_sent":
+        return after.decision(f.ids[1]).fate == "kept" and d.fate != "kept"
+    if f.kind in ("unsupported_answer", "nothing_relevant"):
+        return after.abstain
+    if f.kind == "fragmented_document":
+        return d.fate == "kept" and all(after.decision(i).merged_into == f.ids[0] for i in f.ids[1:])
+    return d.fate == "kept"
+
+
+DIAGNOSED = [os.path.join(ROOT, "sample_data", n) for n in sorted(os.listdir(os.path.join(ROOT, "sample_data")))
+             if n.endswith(".json")] + sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "traces", "*.*")) +
+                                              glob.glob(os.path.join(ROOT, "tests", "fixtures", "diagnose", "*.js*")))
+DIAGNOSED = [p for p in DIAGNOSED if not p.endswith(NOT_ALONE)]
+
+
+@pytest.mark.parametrize("path", DIAGNOSED, ids=os.path.basename)
+def test_every_diagnosis_fix_is_verified_exactly_when_a_rebuild_does_it(path):
+    from ctxcore.diagnosis import diagnose
+
+    loaded = load(path)
+    naive = (loaded.extra.get("scenario") or {}).get("naive_config")
+    trace = loaded.build(loaded.settings(**naive) if naive else loaded.settings())
+    dx = diagnose(trace, logged_prompt=loaded.logged.prompt_text if loaded.logged else None,
+                  answer=loaded.logged.answer if loaded.logged else None)
+    for f in dx.findings:
+        if f.fix is None:
+            assert not f.fix_verified, f
+        elif f.role == "cause" or f.kind == "not_sent":
+            assert f.fix_verified == cause_achieved(trace, f), (f.kind, f.fix, f.fix_verified)

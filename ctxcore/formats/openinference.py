@@ -189,7 +189,7 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
     else:
         unmapped.append("the prompt and answer (no LLM span in the trace)")
     if answer is None and root is not None:
-        answer = text_of(dig(root.attrs, "output", "value"))
+        answer = _said(json_value(dig(root.attrs, "output", "value")))
 
     used = {id(s) for s in [*retrievers, *rerankers, *([llm] if llm else []), *([root] if root else [])]}
     spare = [s.label() for s in ordered if id(s) not in used]
@@ -265,16 +265,55 @@ def _oi_prompt(span: Span) -> tuple[Optional[str], list[tuple[str, str]]]:
 
 
 def _oi_answer(span: Span) -> Optional[str]:
-    messages = _oi_messages(dig(span.attrs, "llm", "output_messages"))
-    if messages:
-        return "\n\n".join(text for _, text in messages)
+    """The answer an LLM span logged: ``llm.output_messages`` (content as a string, as multi-part
+    ``message.contents``, or as LlamaIndex ``blocks``), else completion choices, else the span's
+    ``output.value`` (a leading role prefix like ``assistant:`` dropped)."""
+    items = dig(span.attrs, "llm", "output_messages")
+    texts = [_said(m.get("message", m) if isinstance(m, dict) else m) for m in items] if isinstance(items, list) else []
+    texts = [t for t in texts if t]
+    if texts:
+        return "\n\n".join(texts)
     choices = dig(span.attrs, "llm", "choices")
     if isinstance(choices, list):
         texts = [dig(c, "completion", "text") for c in choices]
         texts = [t for t in texts if isinstance(t, str)]
         if texts:
             return "\n\n".join(texts)
-    return text_of(dig(span.attrs, "output", "value"))
+    return _said(json_value(dig(span.attrs, "output", "value")))
+
+
+_ROLE_PREFIX = ("assistant:", "ai:", "model:")
+
+
+def _said(value) -> Optional[str]:
+    """Text of one logged output: a string (without a role prefix), a message with ``content``,
+    ``contents`` or ``blocks``, a ChatResponse ``{"message": ...}``, or an OpenAI response."""
+    if isinstance(value, str):
+        text = value.strip()
+        head = text[:12].casefold()
+        for prefix in _ROLE_PREFIX:
+            if head.startswith(prefix):
+                return text[len(prefix):].strip()
+        return text or None
+    if isinstance(value, list):
+        said = [_said(m) for m in value if isinstance(m, dict) and m.get("role") in ("assistant", "ai", None)]
+        said = [t for t in said if t]
+        return said[-1] if said else None
+    if not isinstance(value, dict):
+        return None
+    for key in ("message", "response"):
+        if isinstance(value.get(key), dict):
+            return _said(value[key])
+    if isinstance(dig(value, "choices", 0, "message"), dict):
+        return _said(dig(value, "choices", 0, "message"))
+    text = content_text(value.get("content"))
+    if text is None:
+        text = content_text(value.get("contents"))
+    if text is None and isinstance(value.get("blocks"), list):  # LlamaIndex ChatMessage blocks
+        text = "\n".join(b["text"] for b in value["blocks"] if isinstance(b, dict) and isinstance(b.get("text"), str))
+    if text is None:
+        return text_of(value)
+    return text or None
 
 
 def _oi_tool(item) -> Optional[str]:
