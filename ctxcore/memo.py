@@ -30,12 +30,19 @@ _LOCK = threading.RLock()
 _MISSING = object()
 
 
-def _total_bytes() -> int:
+def _read_total_bytes() -> int:
     try:
         mb = float(os.environ.get("CTXCORE_CACHE_MB", "512"))
     except ValueError:
         mb = 512.0
     return max(1, int(mb * 1024 * 1024))
+
+
+_TOTAL = _read_total_bytes()  # read once: every cached result checks it, and the environment is slow to read
+
+
+def _total_bytes() -> int:
+    return _TOTAL
 
 
 INPUTS = 4  # candidate sets whose stage results are remembered (each app session has one at a time)

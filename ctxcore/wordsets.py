@@ -265,11 +265,12 @@ def similar_pairs(sets: WordSets, threshold: float) -> list[list[tuple[int, floa
         # a pair's entries are the words it shares in both prefixes, and one of them must reach far
         # enough. A bucket's counts are at least its pairs' own (collisions only add), so no pair that
         # could pass is dropped, and a pair is kept or dropped whole.
-        bucket = ((i * n + j).astype(np.uint64) * _MIX) >> np.uint64(64 - _HASH_BITS)
+        bits = min(_HASH_BITS, max(8, len(i).bit_length()))  # about one bucket per entry: counting costs its batch
+        bucket = ((i * n + j).astype(np.uint64) * _MIX) >> np.uint64(64 - bits)
         enough = share * (a + b) * slack
         beyond = np.where(last[i] <= last[j], a - prefix[i], b - prefix[j])
-        reaching = np.bincount(bucket[reach >= enough], minlength=1 << _HASH_BITS)[bucket] > 0
-        keep = reaching & (np.bincount(bucket, minlength=1 << _HASH_BITS)[bucket] + beyond >= enough)
+        reaching = np.bincount(bucket[reach >= enough], minlength=1 << bits)[bucket] > 0
+        keep = reaching & (np.bincount(bucket, minlength=1 << bits)[bucket] + beyond >= enough)
         reach = reach[keep]
         if not len(reach):
             continue
