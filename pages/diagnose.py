@@ -68,3 +68,5 @@ if logged_prompt:
     with right:
         st.caption(f"Replay under the current controls · {trace.prompt.tokens:,} tokens")
         st.code(trace.prompt.text, language=None, wrap_lines=True, height=420)
+
+ctxui.save_case_box(loaded, page="diagnose")
