@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-import ctxcore
 import ctxui
 
 st.title("Compare two settings side by side", anchor=False)
