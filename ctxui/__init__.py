@@ -46,7 +46,7 @@ from .scenario import (  # noqa: F401
     _settings_mode, _text,
 )
 from .summary import (  # noqa: F401
-    metrics, side_metrics, warnings_list,
+    metrics, paint_headline_first, side_metrics, warnings_list,
 )
 from .tables import (  # noqa: F401
     blank_missing, detail_view, FATES_COLUMNS, fates_frame, fates_table, MAX_PICKER, readable_table,
@@ -119,4 +119,5 @@ __all__ = [
     "view_mode", "VIEWS", "render_side", "sent_comparison", "shared_right", "side_choice", "side_trace",
     "answer_key", "case_banner", "case_fields", "case_link", "cases_frame", "current_input", "date_bounds",
     "import_upload", "open_case", "open_case_page", "remember_input", "save_case_box", "casestore",
+    "paint_headline_first",
 ]

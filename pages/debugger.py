@@ -38,6 +38,7 @@ if view == "sent":
 
 ctxui.metrics(trace)
 ctxui.warnings_list(trace)
+ctxui.paint_headline_first("debugger")  # the headline paints before the heavy elements are sent
 
 map_title, map_scale = st.columns([3, 1], vertical_alignment="bottom")
 map_title.subheader("Where each block sits in the prompt", anchor=False)
