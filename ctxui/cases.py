@@ -92,7 +92,8 @@ def save_case_box(loaded: Loaded, page: str = "debugger") -> None:
             st.caption("The input's bytes are not in this session any more (upload the file again to save it).")
             return
         st.text_input("Title", key="case.title", placeholder=loaded.source, max_chars=casestore.TEXT_LIMITS["title"])
-        st.text_area("Note", key="case.note", height=80, placeholder="What the customer saw, what you found")
+        st.text_input("Note", key="case.note", placeholder="What the customer saw, what you found",
+                      max_chars=casestore.TEXT_LIMITS["note"])
         st.selectbox("Root cause", ("",) + casestore.TAGS, key="case.tag",
                      format_func=lambda t: t.replace("_", " ") if t else "(not decided yet)")
         if st.button("Save this case", key="case.save", icon=":material/save:", type="primary"):

@@ -35,6 +35,7 @@ def read_link() -> None:
         raw = {k: st.query_params.get(k) for k in st.query_params}
     except Exception:  # noqa: BLE001 - no query string to read
         raw = {}
+    ss["ctx.opened_with_link"] = bool(raw)
     if not raw:
         return
     problems: list[str] = []

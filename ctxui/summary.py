@@ -69,11 +69,12 @@ def paint_headline_first(page: str) -> None:
     The browser draws a batch of elements together, and the plotly charts and the data grid cost it the most:
     sent with the headline, they hold the headline back until they are drawn too (seconds on a busy machine).
     The first run stops here with a fragment on a short client-side timer; when the timer fires (after the
-    headline was drawn), the fragment asks for a full run, which (every build cached) adds the rest. Not under
-    AppTest, which would only see the stopped run."""
+    headline was drawn), the fragment asks for a full run, which (every build cached) adds the rest. Not for a
+    session opened by a link (its address is rewritten by the full run), nor under AppTest, which would only
+    see the stopped run."""
     ss = st.session_state
     flag = f"ctx.painted.{page}"
-    if ss.get(flag) or config.get_option("global.appTest"):
+    if ss.get(flag) or ss.get("ctx.opened_with_link") or config.get_option("global.appTest"):
         return
     st.caption("Drawing the prompt map, the fates table and the prompt…")
     _the_rest(flag)

@@ -38,8 +38,8 @@ else:
             st.text(f"{case.title} · {case.id}")
             st.code(ctxui.case_link(case.id, case.page), language=None, wrap_lines=True)
             with st.container(horizontal=True, gap="small"):
-                st.button("Open", key="cases.open", icon=":material/open_in_new:", type="primary",
-                          on_click=ctxui.open_case_page, args=(case.id,))
+                if st.button("Open", key="cases.open", icon=":material/open_in_new:", type="primary"):
+                    ctxui.open_case_page(case.id)  # switches to the page it was saved from
                 st.download_button("Export as JSON", lambda: ctxui.casestore.export_case(case.id),
                                    file_name=ctxui.safe_filename(case.title or case.id, ".case.json"),
                                    mime="application/json", key="cases.export", on_click="ignore",

@@ -176,7 +176,7 @@ def _upload_and_view(at: AppTest) -> AppTest:
 
 def _save(at: AppTest, title: str, note: str = "", tag: str = "") -> str:
     at.text_input(key="case.title").set_value(title)
-    at.text_area(key="case.note").set_value(note)
+    at.text_input(key="case.note").set_value(note)
     at.selectbox(key="case.tag").set_value(tag)
     at.button(key="case.save").click()
     rerun(at)
