@@ -109,13 +109,14 @@ def changes_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:
     """The fate-changes frame with the two sides' names as column titles; both reasons wrapped whole."""
     a, b = names
     cfg = {
-        "id": st.column_config.TextColumn("id", width="medium"),
-        "fate_a": st.column_config.TextColumn(f"fate {a}"),
-        "fate_b": st.column_config.TextColumn(f"fate {b}"),
+        "id": st.column_config.TextColumn("id", width=180),
+        "fate_a": st.column_config.TextColumn(f"fate {a}", width=130),
+        "fate_b": st.column_config.TextColumn(f"fate {b}", width=130),
         "why_a": st.column_config.TextColumn(f"why {a}"),
         "why_b": st.column_config.TextColumn(f"why {b}"),
     }
-    readable_table(df, key=key, reason=("why_a", "why_b"), column_config=cfg, styled=("fate_a", "fate_b"))
+    readable_table(df, key=key, reason=("why_a", "why_b"), column_config=cfg, styled=("fate_a", "fate_b"),
+                   reason_width=300)  # both reasons side by side in the page's width
 
 
 def moved_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:

@@ -167,9 +167,11 @@ def wrap_lines(text: str, width: int = CHARS_PER_LINE) -> int:
     return lines
 
 
-def row_height_for(texts) -> int | None:
-    """A row height (px) that shows the longest of ``texts`` whole, wrapped; None when one line is enough."""
-    longest = max((wrap_lines(t) for t in texts if isinstance(t, str) and t), default=1)
+def row_height_for(texts, width: int = REASON_WIDTH) -> int | None:
+    """A row height (px) that shows the longest of ``texts`` whole, wrapped in a ``width``-px column; None
+    when one line is enough."""
+    chars = max(int(CHARS_PER_LINE * width / REASON_WIDTH), 10)
+    longest = max((wrap_lines(t, chars) for t in texts if isinstance(t, str) and t), default=1)
     # Streamlit wraps a cell's text only in rows taller than 4rem (64 px)
     return None if longest <= 1 else max(longest * LINE_PX + ROW_PAD_PX, 66)
 
@@ -202,7 +204,8 @@ def _as_text_config(cfg):
 
 
 def readable_table(df: pd.DataFrame, *, key: str, reason=None, column_config=None,
-                   styled: tuple = (), formats: dict | None = None, max_height: int = 520, **kwargs):
+                   styled: tuple = (), formats: dict | None = None, max_height: int = 520,
+                   reason_width: int = REASON_WIDTH, **kwargs):
     """st.dataframe with every missing cell blank, its ``reason`` column wrapped to its full text (each row as
     tall as the longest reason needs; a click on a cell also shows it whole), and the fate colour on the
     ``styled`` columns."""
@@ -216,10 +219,10 @@ def readable_table(df: pd.DataFrame, *, key: str, reason=None, column_config=Non
     texts = []
     for col in reasons:
         label = (config.get(col) or {}).get("label") or col
-        config[col] = st.column_config.TextColumn(label, width=REASON_WIDTH)
+        config[col] = st.column_config.TextColumn(label, width=reason_width)
         texts += shown[col].tolist()
     if reasons and len(df) <= MAX_PICKER:
-        row_height = row_height_for(texts)
+        row_height = row_height_for(texts, reason_width)
     data = shown.style.map(_fate_style, subset=list(styled)) if styled and len(shown) <= MAX_PICKER else shown
     rows = max(len(df), 1)
     height = min(38 + (row_height or 35) * rows + 2, max_height)
