@@ -22,6 +22,7 @@ PAGES = [
     st.Page("pages/diagnose.py", title="Diagnose", icon=":material/troubleshoot:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
     st.Page("pages/replay.py", title="Replay a log", icon=":material/replay:"),
+    st.Page("pages/cases.py", title="Saved cases", icon=":material/bookmarks:"),
     st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
     st.Page("pages/budget.py", title="Budget calculator", icon=":material/calculate:"),
 ]
@@ -35,5 +36,6 @@ except Exception as err:  # noqa: BLE001 - never a traceback on the page; the co
     st.error(ctxui.md_escape(f"Something went wrong on this page — {ctxui.one_line(err)}"),
              icon=":material/error:")
 finally:  # also after st.stop(): the address bar and the share box follow every change
+    ctxui.remember_input()  # the uploaded bytes, so the case can be saved from another page
     ctxui.sync_url()
     ctxui.share_box(share)

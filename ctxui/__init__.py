@@ -2,8 +2,8 @@
 
 Pages stay thin: widgets -> ``ctxcore`` -> the renderers here, always called as ``ctxui.X`` (tests patch names on
 this package). Imports inside point one way, bottom to top: text, theme, settings, linkparams, pagesmode; state;
-loading, budget, controls, inputs, scenario; the renderers (summary, tables, charts, prompt, download); compare,
-diagnosis, steps, lessons, links. Chunk text is shown as text, never as HTML or live markdown (see ctxui.text).
+loading, budget, controls, inputs, scenario; the renderers (summary, tables, charts, prompt, download); diagnosis,
+sent, compare, steps, lessons; casestore (SQLite, no Streamlit), cases, links. Chunk text is shown as text, never as HTML or live markdown (see ctxui.text).
 """
 
 from __future__ import annotations
@@ -42,16 +42,19 @@ from .inputs import (  # noqa: F401
     about_panel, ensure_loaded, input_section, loaded_input, trace_picker, use_sample, _sample_title, _use,
 )
 from .scenario import (  # noqa: F401
-    scenario_header, scenario_info, scenario_story, settings_buttons, _scenario, _settings_mode, _text,
+    has_failure, scenario_header, scenario_info, scenario_story, settings_buttons, settings_source, _scenario,
+    _settings_mode, _text,
 )
 from .summary import (  # noqa: F401
-    metrics, side_metrics, warnings_list,
+    metrics, paint_headline_first, side_metrics, warnings_list,
 )
 from .tables import (  # noqa: F401
-    detail_view, FATES_COLUMNS, fates_frame, fates_table, MAX_PICKER, _select_row,
+    blank_missing, detail_view, FATES_COLUMNS, fates_frame, fates_table, MAX_PICKER, readable_table,
+    REASON_WIDTH, row_height_for, wrap_lines, _select_row,
 )
 from .charts import (  # noqa: F401
-    budget_waterfall, position_chart, prompt_map, token_bars, _block_text,
+    budget_waterfall, MAP_SCALES, map_right, map_scale_label, position_chart, prompt_map, sent_map,
+    span_timeline, token_bars, _block_text,
 )
 from .prompt import (  # noqa: F401
     block_pieces, block_text, prompt_view, token_boundaries, _block_name, _pieces,
@@ -59,14 +62,19 @@ from .prompt import (  # noqa: F401
 from .download import (  # noqa: F401
     download_files, downloads,
 )
-from .compare import (  # noqa: F401
-    changes_table, fate_changes, moved_passages, moved_table, preset_config, PRESET_HELP, PRESET_LABELS,
-    preset_options, prompt_diff, read_side_links, settings_changes, SIDE_DEFAULTS, totals_frame,
-)
 from .diagnosis import (  # noqa: F401
     apply_fix, before_after, claims_frame, decisive_text, diagnose_cached, explain_frame, failure_state, failure_trace,
     fix_text, logged_of, logged_prompt_text, marks, model_limit, open_in_failure_state, replay_frame, run_diagnosis,
-    SEARCH_LIMIT, sent_frame, SEVERITY,
+    SEARCH_LIMIT, sent_passages_frame, SEVERITY,
+)
+from .sent import (  # noqa: F401
+    sent_changes, sent_frame, sent_side, sent_summary, sent_tokens, sent_view, spans_frame, spans_panel,
+    view_mode, VIEWS,
+)
+from .compare import (  # noqa: F401
+    changes_table, fate_changes, moved_passages, moved_table, preset_config, PRESET_HELP, PRESET_LABELS,
+    preset_options, prompt_diff, read_side_links, render_side, sent_comparison, settings_changes, shared_right,
+    side_choice, side_trace, SIDE_DEFAULTS, totals_frame,
 )
 from .steps import (  # noqa: F401
     build_step, COMPRESSION, encode_step_value, IDENTICAL, kept_count, N_STEPS, read_step_link, SPACED, Step,
@@ -76,6 +84,11 @@ from .lessons import (  # noqa: F401
     change_metrics, show_assembly, show_budget, show_compression, show_exact, show_labels, show_merge, show_near,
     show_ordering, show_selection, show_stale, show_threshold, show_tokens, show_trace, STEP_VIEWS,
 )
+from .cases import (  # noqa: F401
+    answer_key, case_banner, case_fields, case_link, cases_frame, current_input, date_bounds, import_upload,
+    open_case, open_case_page, remember_input, save_case_box,
+)
+from . import casestore  # noqa: F401
 from .links import (  # noqa: F401
     link_text, link_warning, read_link, share_box, start_run,
 )
@@ -99,9 +112,16 @@ __all__ = [
     "PRESET_LABELS", "preset_options", "prompt_diff", "read_side_links", "settings_changes", "SIDE_DEFAULTS",
     "totals_frame", "apply_fix", "before_after", "claims_frame", "decisive_text", "diagnose_cached", "explain_frame", "failure_state",
     "failure_trace", "fix_text", "logged_of", "logged_prompt_text", "marks", "model_limit", "open_in_failure_state", "replay_frame",
-    "run_diagnosis", "SEARCH_LIMIT", "sent_frame", "SEVERITY",
+    "run_diagnosis", "SEARCH_LIMIT", "sent_passages_frame", "SEVERITY",
     "build_step", "COMPRESSION", "encode_step_value", "IDENTICAL", "kept_count", "N_STEPS", "read_step_link",
     "SPACED", "Step", "STEPS", "change_metrics", "show_assembly", "show_budget", "show_compression", "show_exact",
     "show_labels", "show_merge", "show_near", "show_ordering", "show_selection", "show_stale", "show_threshold",
     "show_tokens", "show_trace", "STEP_VIEWS", "link_text", "link_warning", "read_link", "share_box", "start_run",
+    "has_failure", "settings_source", "blank_missing", "readable_table", "REASON_WIDTH", "row_height_for",
+    "wrap_lines", "MAP_SCALES", "map_right", "map_scale_label", "sent_map", "span_timeline", "sent_changes",
+    "sent_frame", "sent_side", "sent_summary", "sent_tokens", "sent_view", "spans_frame", "spans_panel",
+    "view_mode", "VIEWS", "render_side", "sent_comparison", "shared_right", "side_choice", "side_trace",
+    "answer_key", "case_banner", "case_fields", "case_link", "cases_frame", "current_input", "date_bounds",
+    "import_upload", "open_case", "open_case_page", "remember_input", "save_case_box", "casestore",
+    "paint_headline_first",
 ]

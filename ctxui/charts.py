@@ -10,6 +10,7 @@ import streamlit as st
 
 from ctxcore import Trace
 
+from .tables import readable_table
 from .text import esc, visible_frame
 from .theme import KIND_COLORS
 
@@ -24,10 +25,49 @@ def _block_text(b, cands: dict, kept: dict) -> str:
             f"position {esc(d.position if d else '')}")
 
 
-def prompt_map(trace: Trace, full_scale: bool = False) -> go.Figure:
+MAP_SCALES = ("safe", 500, 1000, 2000, 4000, 8000, 16000, 32000)  # the safe input, or a fixed zoom (tokens)
+
+
+def map_scale_label(option) -> str:
+    return "to the safe input" if option == "safe" else f"fixed: the first {option:,} tokens"
+
+
+def map_right(traces, scale="safe") -> int:
+    """The right end of the prompt map's axis: the largest safe input of ``traces`` (so maps of several
+    builds share one axis and a settings change never rescales it), or a fixed zoom in tokens."""
+    if scale != "safe":
+        return max(int(scale), 1)
+    return max([1, *(t.budget.safe_input for t in traces), *(t.prompt.tokens for t in traces)])
+
+
+def _strip_layout(fig: go.Figure, right: float, lines: list, overflow: int) -> None:
+    """Budget lines labelled above the strip (never two labels at one height), those past the axis named below."""
+    off = []
+    for x, name, style, lift in lines:
+        if 0 < x <= right:
+            fig.add_vline(x=x, line=style)
+            fig.add_annotation(x=x, y=1, xref="x", yref="paper", xanchor="right" if x > right / 2 else "left",
+                               yanchor="bottom", text=f"{name} {x:,}", showarrow=False,
+                               font=dict(color=style["color"]), yshift=lift)
+        elif x > right:
+            off.append(f"{name} {x:,}")
+    if overflow > right:
+        off.insert(0, f"the prompt continues to {overflow:,}")
+    if off:
+        fig.add_annotation(x=1, y=-0.45, xref="paper", yref="paper", xanchor="right", yanchor="middle",
+                           text=" · ".join(off) + " → off the chart", showarrow=False, font=dict(color="#c62828"))
+    fig.update_layout(barmode="overlay", height=240, margin=dict(l=10, r=10, t=54, b=30),
+                      xaxis=dict(title="token position in the prompt", range=[0, right]),
+                      yaxis=dict(visible=False), legend=dict(orientation="h", y=-0.45),
+                      hoverlabel=dict(align="left"), bargap=0.2,
+                      uniformtext=dict(minsize=10, mode="hide"))  # a label that does not fit is not drawn
+
+
+def prompt_map(trace: Trace, full_scale: bool = True, right: Optional[float] = None) -> go.Figure:
     """The prompt as one horizontal strip: a segment per block, as wide as its tokens.
 
-    The axis ends just past the prompt and the docs-budget line; ``full_scale`` extends it to the safe input."""
+    The axis is stable: it runs to ``right`` (a shared axis or a fixed zoom) or else to the safe input, so
+    moving a control never rescales it; ``full_scale=False`` fits it to the prompt instead (the old view)."""
     cands = {c.id: c for c in trace.candidates}
     kept = {d.id: d for d in trace.kept()}
     fig = go.Figure()
@@ -43,34 +83,86 @@ def prompt_map(trace: Trace, full_scale: bool = False) -> go.Figure:
                         line=dict(color="white", width=1.5)),
             marker_opacity=[1.0 if (b.id is not None or kind != "evidence") else 0.4 for b in blocks],
             text=[esc(b.label) if b.label else "" for b in blocks], textposition="inside",
-            insidetextanchor="middle", textfont=dict(color="white"),
+            insidetextanchor="middle", textfont=dict(color="white"), constraintext="inside",
             hovertext=[_block_text(b, cands, kept) for b in blocks], hoverinfo="text",
         ))
     b = trace.budget
-    # (x, label, line style, label height above the strip) — two labels never collide
     lines = [(b.fixed + b.docs, "fixed + docs budget", dict(color="#ef6c00", dash="dash", width=2), 2),
              (b.safe_input, "safe input", dict(color="#c62828", width=2), 18)]
-    right = max(trace.prompt.tokens, 1) * 1.08
-    for x, *_ in lines:  # widen the axis for a line only when the prompt stays readable
-        if full_scale or x <= right * 1.6:
-            right = max(right, x * 1.04)
-    off = []
-    for x, name, style, lift in lines:
-        if x <= right:  # the line, labelled just above the strip and ending at the line
-            fig.add_vline(x=x, line=style)
-            fig.add_annotation(x=x, y=1, xref="x", yref="paper", xanchor="right" if x > right / 2 else "left",
-                               yanchor="bottom", text=f"{name} {x:,}", showarrow=False,
-                               font=dict(color=style["color"]), yshift=lift)
-        else:
-            off.append(f"{name} {x:,}")
-    if off:
-        fig.add_annotation(x=1, y=-0.45, xref="paper", yref="paper", xanchor="right", yanchor="middle",
-                           text=" · ".join(off) + " → off the chart", showarrow=False, font=dict(color="#c62828"))
-    fig.update_layout(barmode="overlay", height=240, margin=dict(l=10, r=10, t=54, b=30),
-                      xaxis=dict(title="token position in the prompt", range=[0, right]),
-                      yaxis=dict(visible=False), legend=dict(orientation="h", y=-0.45),
-                      hoverlabel=dict(align="left"), bargap=0.2)
+    if right is None:
+        right = map_right([trace]) if full_scale else max(trace.prompt.tokens, 1) * 1.08
+    _strip_layout(fig, right, lines, trace.prompt.tokens)
     return fig
+
+
+def sent_map(rows, prompt_tokens: int, right: float, budget=None) -> go.Figure:
+    """The logged prompt as a strip: each passage it sent, in the order sent, as wide as its tokens (a part
+    sent counts its share); the rest of the prompt (instructions, question) is the grey remainder.
+
+    ``rows``: dicts with label, id, tokens, order, status, fate (the replay's), as ``ctxui.sent_frame`` makes."""
+    fig = go.Figure()
+    sent = [r for r in rows if r.get("order") is not None]
+    widths = [max(int(r["sent tokens"] or 0), 1) for r in sent]
+    bases = [min(float(r.get("at") or 0.0), 1.0) * prompt_tokens for r in sent]  # where it starts, by characters
+    if sent:
+        fig.add_trace(go.Bar(y=["sent"], x=[prompt_tokens], base=[0], orientation="h", name="rest of the prompt",
+                             marker=dict(color="#cfd8dc"), hoverinfo="skip"))
+        fig.add_trace(go.Bar(
+            y=["sent"] * len(sent), x=widths, base=bases, orientation="h", name="passage as sent",
+            marker=dict(color=[FATE_MAP_COLORS.get(r["replay fate"], "#9e9e9e") for r in sent],
+                        line=dict(color="white", width=1.5)),
+            text=[f"#{r['order']}" for r in sent], textposition="inside", insidetextanchor="middle",
+            textfont=dict(color="white"), constraintext="inside",
+            hovertext=[f"<b>sent #{r['order']}</b> · {esc(r['sent'])}<br>id {esc(r['id'])}<br>"
+                       f"about {int(r['sent tokens'] or 0):,} tokens<br>replay: {esc(r['replay fate'])}"
+                       for r in sent], hoverinfo="text"))
+    lines = []
+    if budget is not None:
+        lines = [(budget.safe_input, "safe input", dict(color="#c62828", width=2), 18)]
+    _strip_layout(fig, right, lines, prompt_tokens)
+    fig.update_layout(xaxis=dict(title="token position in the logged prompt (passages in the order sent)",
+                                 range=[0, right]), showlegend=False)
+    return fig
+
+
+FATE_MAP_COLORS = {"kept": "#2e7d32", "over_budget": "#ef6c00", "near_duplicate": "#ab47bc",
+                   "exact_duplicate": "#6a1b9a", "stale": "#795548", "below_threshold": "#f9a825",
+                   "not_permitted": "#c62828", "merged": "#0277bd"}
+
+
+def span_timeline(spans: list) -> go.Figure:
+    """The imported run's spans as a timeline: one bar per span (start, duration), children under parents."""
+    rows = [s for s in spans if isinstance(s, dict)]
+    starts = [_seconds(s.get("start")) for s in rows]
+    t0 = min([t for t in starts if t is not None], default=0.0)
+    names = [f"{'· ' * int(s.get('_depth', 0))}{s.get('name') or s.get('id') or '?'}" for s in rows]
+    fig = go.Figure(go.Bar(
+        y=[esc(n) for n in names], x=[max(float(s.get("duration_ms") or 0), 0.5) for s in rows],
+        base=[((t - t0) * 1000 if t is not None else 0) for t in starts], orientation="h",
+        marker=dict(color=[KIND_COLORS.get({"llm": "question", "retriever": "evidence", "reranker": "rule"}
+                                           .get(str(s.get("kind") or "").lower(), ""), "#90a4ae") for s in rows]),
+        hovertext=[f"<b>{esc(s.get('name'))}</b> · {esc(s.get('kind'))}<br>{float(s.get('duration_ms') or 0):,.0f} ms"
+                   for s in rows], hoverinfo="text"))
+    fig.update_layout(height=max(160, 34 * len(rows) + 60), margin=dict(l=10, r=10, t=10, b=30),
+                      xaxis=dict(title="ms from the first span"), yaxis=dict(autorange="reversed"),
+                      showlegend=False)
+    return fig
+
+
+def _seconds(value) -> Optional[float]:
+    """A span start as seconds: a number (seconds, or ms/µs/ns when large) or an ISO-8601 time."""
+    if isinstance(value, (int, float)):
+        v = float(value)
+        for limit, scale in ((1e17, 1e9), (1e14, 1e6), (1e11, 1e3)):  # ns, µs, ms since the epoch
+            if v > limit:
+                return v / scale
+        return v
+    if isinstance(value, str) and value.strip():
+        try:
+            return pd.Timestamp(value).timestamp()
+        except (ValueError, TypeError):
+            return None
+    return None
 
 
 def position_chart(trace: Trace, highlight: Optional[str] = None, note: str = "") -> go.Figure:
@@ -134,11 +226,10 @@ def token_bars(trace: Trace) -> None:
              "share": b.tokens / safe} for i, b in enumerate(trace.blocks, 1)]
     df = pd.DataFrame(rows, columns=["#", "kind", "label", "id", "tokens", "share"])
     visible_frame(df, ("label", "id"))
-    st.dataframe(df, hide_index=True, width="stretch", height=min(38 + 35 * max(len(df), 1), 360),
-                 column_config={
-                     "#": st.column_config.NumberColumn("#", width="small"),
-                     "tokens": st.column_config.ProgressColumn("tokens", min_value=0,
-                                                               max_value=max([1, *df["tokens"]]), format="%d"),
-                     "share": st.column_config.ProgressColumn("share of safe input", min_value=0.0,
-                                                              max_value=1.0, format="percent"),
-                 })
+    readable_table(df, key="dbg.bars", max_height=360, column_config={
+        "#": st.column_config.NumberColumn("#", width="small"),
+        "tokens": st.column_config.ProgressColumn("tokens", min_value=0, max_value=max([1, *df["tokens"]]),
+                                                  format="%d"),
+        "share": st.column_config.ProgressColumn("share of safe input", min_value=0.0, max_value=1.0,
+                                                 format="percent"),
+    })

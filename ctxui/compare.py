@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import difflib
 import json
+from typing import Optional
 
 import pandas as pd
 import streamlit as st
 
 import ctxcore
-from ctxcore import Config, Loaded, Trace
+from ctxcore import BuildError, Config, InputError, Loaded, Trace
 
+from .charts import map_right, prompt_map
+from .diagnosis import logged_of
+from .loading import build_trace
 from .scenario import _scenario
+from .sent import sent_changes, sent_side, sent_tokens
 from .settings import DEFAULTS
-from .state import current_config, link_page_param
-from .text import visible_frame
+from .state import current_config, link_page_param, store
+from .summary import side_metrics
+from .tables import readable_table
+from .text import md_escape, visible_frame
 from .theme import _fate_style
 
 
@@ -25,6 +32,7 @@ PRESET_LABELS = {
     "failure": "Scenario's failure settings",
     "sidebar": "Current sidebar settings",
     "defaults": "Engine defaults",
+    "sent": "As sent (the logged prompt)",
 }
 PRESET_HELP = {
     "naive": "The file's settings with the naive preset on top: no near-dedup, no threshold, no stale filter, "
@@ -35,6 +43,7 @@ PRESET_HELP = {
     "failure": "The settings the scenario gives for its failure (its naive_config).",
     "sidebar": "Whatever the sidebar controls are set to now.",
     "defaults": "The engine's defaults, ignoring the file's settings.",
+    "sent": "The prompt the logged system actually sent, its passages in the order sent (for a logged trace).",
 }
 
 
@@ -59,10 +68,12 @@ def read_side_links(options: list[str]) -> list[str]:
     return problems
 
 
-def preset_options(loaded: Loaded) -> list[str]:
+def preset_options(loaded: Loaded, logged_prompt: Optional[str] = None) -> list[str]:
     opts = ["naive", "recommended", "file", "sidebar", "defaults"]
     if isinstance(_scenario(loaded).get("naive_config"), dict):
         opts.insert(3, "failure")
+    if logged_prompt:
+        opts.insert(0, "sent")
     return opts
 
 
@@ -96,26 +107,26 @@ def moved_passages(a: Trace, b: Trace) -> pd.DataFrame:
 
 
 def changes_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:
-    """The fate-changes frame with the two sides' names as column titles."""
+    """The fate-changes frame with the two sides' names as column titles; both reasons wrapped whole."""
     a, b = names
     df = df.copy()
     visible_frame(df, ("id", "why_a", "why_b"))
     cfg = {
-        "id": st.column_config.TextColumn("id", width="medium"),
-        "fate_a": st.column_config.TextColumn(f"fate {a}"),
-        "fate_b": st.column_config.TextColumn(f"fate {b}"),
-        "why_a": st.column_config.TextColumn(f"why {a}", width="large"),
-        "why_b": st.column_config.TextColumn(f"why {b}", width="large"),
+        "id": st.column_config.TextColumn("id", width=180),
+        "fate_a": st.column_config.TextColumn(f"fate {a}", width=130),
+        "fate_b": st.column_config.TextColumn(f"fate {b}", width=130),
+        "why_a": st.column_config.TextColumn(f"why {a}"),
+        "why_b": st.column_config.TextColumn(f"why {b}"),
     }
-    st.dataframe(df.style.map(_fate_style, subset=["fate_a", "fate_b"]), column_config=cfg, hide_index=True,
-                 width="stretch", height=min(38 + 35 * max(len(df), 1), 420), key=key)
+    readable_table(df, key=key, reason=("why_a", "why_b"), column_config=cfg, styled=("fate_a", "fate_b"),
+                   reason_width=300)  # both reasons side by side in the page's width
 
 
 def moved_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:
     a, b = names
     df = df.copy()
     visible_frame(df, ("id", "label_a", "label_b"))
-    st.dataframe(df, hide_index=True, width="stretch", key=key, column_config={
+    readable_table(df, key=key, column_config={
         "id": st.column_config.TextColumn("id", width="medium"),
         "position_a": st.column_config.NumberColumn(f"position {a}"),
         "position_b": st.column_config.NumberColumn(f"position {b}"),
@@ -155,3 +166,95 @@ def prompt_diff(a: str, b: str, names: tuple[str, str] = ("A", "B"), context: in
     lines = difflib.unified_diff(a.splitlines(), b.splitlines(), fromfile=f"prompt {names[0]}",
                                  tofile=f"prompt {names[1]}", lineterm="", n=context)
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the page's two sides
+
+def side_choice(name: str, column, options: list[str]) -> str:
+    """A side's preset select (its choice is kept apart: the widget's own key is forgotten on other pages)."""
+    ss = st.session_state
+    wkey = f"cmp.{name}"
+    if wkey not in ss or ss[wkey] not in options:
+        ss[wkey] = ss[f"cmp.{name}.choice"]
+    with column:
+        choice = st.selectbox(f"Settings {name.upper()}", options, key=wkey, format_func=lambda o: PRESET_LABELS[o],
+                              help="; ".join(f"{PRESET_LABELS[o]}: {PRESET_HELP[o]}" for o in options))
+    ss[f"cmp.{name}.choice"] = choice
+    return choice
+
+
+def side_trace(choice: str, loaded: Loaded, key: str, query: str) -> dict:
+    """{"trace": the build for a preset} or {"error": why not}; the "as sent" side is filled in later."""
+    if choice == "sent":
+        return {"sent": True}
+    try:
+        return {"trace": build_trace(key, loaded, preset_config(choice, loaded), query)}
+    except (InputError, BuildError) as err:
+        return {"error": str(err)}
+
+
+def _replay_for(name: str, built: dict, loaded: Loaded) -> Optional[Trace]:
+    """The replay an "as sent" side is set against: the other side's build, else the sidebar's."""
+    other = built["b" if name == "a" else "a"]
+    if other.get("trace") is not None:
+        return other["trace"]
+    try:
+        return build_trace(st.session_state["ctx.key"], loaded, current_config(), store()["query"])
+    except (InputError, BuildError):
+        return None
+
+
+def shared_right(built: dict, loaded: Loaded, logged_prompt: Optional[str]) -> int:
+    """The right end of both prompt maps: the larger safe input (or prompt) of the two sides."""
+    traces = [b["trace"] for b in built.values() if b.get("trace") is not None]
+    right = map_right(traces) if traces else 1
+    if any(b.get("sent") for b in built.values()) and logged_prompt:
+        replay = next((_replay_for(n, built, loaded) for n, b in built.items() if b.get("sent")), None)
+        if replay is not None:
+            right = max(right, map_right([replay]), sent_tokens(replay, logged_of(loaded), logged_prompt)[0])
+    return right
+
+
+def render_side(name: str, choice: str, built: dict, loaded: Loaded, logged_prompt: Optional[str],
+                right: int) -> Optional[Trace]:
+    """One side: its headline numbers and its map on the shared axis; returns its trace (the replay for "as
+    sent"), or None after showing why there is none."""
+    side = built[name]
+    if side.get("error"):
+        st.error(md_escape(side["error"]), icon=":material/error:")
+        return None
+    if side.get("sent"):
+        replay = _replay_for(name, built, loaded)
+        if replay is None or not logged_prompt:
+            st.error("No replay to set the logged prompt against: fix the settings first.", icon=":material/error:")
+            return None
+        sent_side(replay, logged_of(loaded), logged_prompt, right, key=f"cmp.map_{name}")
+        return replay
+    trace = side["trace"]
+    side_metrics(trace)
+    st.plotly_chart(prompt_map(trace, right=right), width="stretch", key=f"cmp.map_{name}")
+    return trace
+
+
+def sent_comparison(choices: dict, trace_a: Trace, trace_b: Trace, logged_prompt: str) -> None:
+    """Below the two sides when one is "as sent": what the logged prompt and the replay treat differently,
+    and the two prompts line by line."""
+    sent_name = "a" if choices["a"] == "sent" else "b"
+    replay = trace_a if sent_name == "a" else trace_b
+    names = ("A", "B")
+    st.subheader("Sent versus replayed", anchor=False)
+    changes = sent_changes(replay, logged_prompt)
+    if len(changes):
+        st.caption(f"{len(changes)} candidate{'s are' if len(changes) != 1 else ' is'} treated differently: sent "
+                   "but dropped by the replay, or kept by the replay but never sent.")
+        readable_table(changes, key="cmp.sent_changes", reason="reason", styled=("replay fate",))
+    else:
+        st.caption("The logged prompt sent exactly the passages the replay keeps.")
+    st.subheader("The two prompts, line by line", anchor=False)
+    a_text = logged_prompt if sent_name == "a" else trace_a.prompt.text
+    b_text = logged_prompt if sent_name == "b" else trace_b.prompt.text
+    if a_text == b_text:
+        st.caption("The two prompts are identical.")
+    else:
+        st.caption("Lines starting with - are only in prompt A, lines starting with + only in prompt B.")
+        st.code(prompt_diff(a_text, b_text, names), language="diff", wrap_lines=True, height=520)

@@ -153,7 +153,7 @@ def marks(diagnosis: Diagnosis) -> dict[str, list[str]]:
     return out
 
 
-def sent_frame(diagnosis: Diagnosis) -> pd.DataFrame:
+def sent_passages_frame(diagnosis: Diagnosis) -> pd.DataFrame:
     """The sent prompt's passages in their logged order, each marked."""
     m = marks(diagnosis)
     return pd.DataFrame([{"position": p.position, "label": p.label or "", "id": p.id, "tokens": p.tokens,
@@ -220,4 +220,4 @@ def diagnose_cached(key: str, trace: Trace, answer: str, logged: Logged):
 
 __all__ = ["MAX_PROOFS", "SEARCH_LIMIT", "SEVERITY", "apply_fix", "before_after", "claims_frame", "decisive_text", "diagnose_cached",
            "explain_frame", "failure_state", "failure_trace", "fix_text", "logged_of", "logged_prompt_text", "marks", "model_limit",
-           "open_in_failure_state", "replay_frame", "run_diagnosis", "sent_frame"]
+           "open_in_failure_state", "replay_frame", "run_diagnosis", "sent_passages_frame"]

@@ -16,6 +16,7 @@ from ctxcore.inspect import inspect_file, report
 
 from .controls import sidebar_controls
 from .loading import _load_trace, content_key, load_bytes, sample_paths
+from .settings import opening_config
 from .state import apply_config, apply_controls, init_state, sync_url
 from .text import md_escape, one_line
 
@@ -37,8 +38,7 @@ def _use(key: str, loaded: Loaded, *, sample: Optional[str]) -> None:
     ss = st.session_state
     ss["ctx.loaded"], ss["ctx.key"], ss["ctx.sample"] = loaded, key, sample
     ss["ctx.load_error"], ss["ctx.notes"] = None, []
-    if loaded.config or loaded.format == "trace":
-        apply_config(loaded.settings().to_dict(), loaded.source)
+    apply_config(opening_config(loaded), loaded.source)  # a scenario's failure, the file's, or the defaults
     apply_controls({"query": loaded.query})
     pending = ss.pop("ctx.link_pending", None)  # settings from a link that named no scenario (see read_link)
     if pending:

@@ -10,11 +10,12 @@ import streamlit as st
 
 from ctxcore import Config, InputError
 
+from .cases import open_case
 from .inputs import use_sample
 from .linkparams import LINK_BY_KEY, LINK_PAGE_KEYS
 from .loading import sample_path, sample_paths
 from .settings import DEFAULT_CONTROLS, config_from_controls
-from .state import apply_controls, init_state, link_params, store
+from .state import apply_config, apply_controls, init_state, link_params, store
 from .text import md_escape
 
 
@@ -34,18 +35,26 @@ def read_link() -> None:
         raw = {k: st.query_params.get(k) for k in st.query_params}
     except Exception:  # noqa: BLE001 - no query string to read
         raw = {}
+    ss["ctx.opened_with_link"] = bool(raw)
     if not raw:
         return
     problems: list[str] = []
     scenario = raw.pop("scenario", None)
+    case = raw.pop("case", None)
     found = False
-    if scenario is not None:
+    if case is not None:  # a saved case: its input and view; a scenario beside it is ignored
+        problems += open_case(case)
+        found = not problems
+    elif scenario is not None:
         path = sample_path(scenario)
         if path is None:
             names = ", ".join(p.stem for p in sample_paths())
             problems.append(f"scenario={scenario!r} is not a sample scenario (known: {names})")
         else:
             found = use_sample(path)
+            if found:  # a link's settings are written against the file's own settings, not its failure
+                loaded = ss["ctx.loaded"]
+                apply_config(loaded.settings().to_dict(), loaded.source)
     ss["ctx.link_page"] = {k: raw.pop(k) for k in list(raw) if k in LINK_PAGE_KEYS}
     unknown = sorted(k for k in raw if k not in LINK_BY_KEY)
     if unknown:

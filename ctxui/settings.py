@@ -72,3 +72,16 @@ def config_from_controls(v: dict) -> dict:
 
 DEFAULT_CONTROLS, _ = controls_from_config(DEFAULTS)
 PAGE_DEFAULTS = {"fixed": 65, "query": "", "fates": []}
+
+
+def opening_config(loaded) -> dict:
+    """The settings an input opens with: a scenario's failure settings (its ``naive_config``: the story the
+    page tells is the failure, one toggle away from the fix), else the file's own settings, else the engine
+    defaults (an upload never inherits the previous input's budget)."""
+    scen = loaded.extra.get("scenario") if isinstance(loaded.extra, dict) else None
+    naive = scen.get("naive_config") if isinstance(scen, dict) else None
+    if isinstance(naive, dict):
+        return {**DEFAULTS, **naive}
+    if loaded.config or loaded.trace is not None or loaded.format == "trace":
+        return loaded.settings().to_dict()
+    return dict(DEFAULTS)

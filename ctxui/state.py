@@ -101,11 +101,24 @@ def current_config() -> Config:
     return Config.from_dict(config_from_controls(store()), source="settings")
 
 
+def open_case_id() -> Optional[str]:
+    """The saved case the session shows (its input is the current one), else None."""
+    ss = st.session_state
+    case = ss.get("ctx.case")
+    return case["id"] if case and case.get("key") == ss.get("ctx.key") else None
+
+
 def _link_base() -> tuple[dict, Optional[str]]:
-    """The values a link is written against, and the scenario stem (None for an upload or nothing loaded)."""
+    """The values a link is written against, and the scenario stem (None for an upload or nothing loaded).
+
+    A sample's starting point is its file's own settings (the fix; picked in the app it opens with its
+    failure instead, and the link then names the settings that make the failure); a saved case's is the
+    view it was saved with."""
     ss = st.session_state
     loaded, sample = ss.get("ctx.loaded"), ss.get("ctx.sample")
     base = {**DEFAULT_CONTROLS, **PAGE_DEFAULTS}
+    if open_case_id():
+        return {**base, **ss["ctx.case"]["controls"]}, None
     if loaded is None or not sample:
         return base, None
     try:
@@ -120,11 +133,13 @@ def link_params() -> dict[str, str]:
     starting point, and the shown page's own parameters.
 
     The keys of ``st.query_params`` are short to keep links short. The starting point is the scenario file's
-    own settings when ``scenario`` is given, else the engine defaults. Booleans are 1/0; "off" switches an
+    own settings when ``scenario`` is given (a sample picked in the app opens with its failure settings, so its
+    link names them), the case's saved settings when ``case`` is, else the engine defaults. Booleans are 1/0; "off" switches an
     optional setting off. A bad value is named in one warning and its default is used.
 
       scenario  sample file, by stem: 01_duplicates_crowd_out (omitted for an uploaded file: the link then
                 carries the settings only)
+      case      a saved case on this server, by id (its input, settings and view; see ctxui.cases)
       tok       tokenizer: an encoding (cl100k_base, o200k_base) or a model name (gpt-4o, …)
       win       context window (tokens)              out     max output reserved for the answer (tokens)
       safety    safety margin, 0–0.9                 hist    history share, 0–1, or auto
@@ -145,9 +160,10 @@ def link_params() -> dict[str, str]:
     """
     s = store()
     base, scenario = _link_base()
-    params = {"scenario": scenario} if scenario else {}
+    case = open_case_id()
+    params = {"case": case} if case else {"scenario": scenario} if scenario else {}
     for p in LINK_PARAMS:
-        if p.key == "q" and not scenario:
+        if p.key == "q" and not (scenario or case):
             continue  # an uploaded file's question travels with the file, not the link
         value = p.encode(s)
         if value != p.encode(base):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
+from streamlit import config
 
 import ctxcore
 from ctxcore import Trace
@@ -68,3 +69,31 @@ def warnings_list(trace: Trace, limit: int = 5) -> None:
     if len(ws) > limit:
         with st.expander(f"All {len(ws)} warnings"):
             st.code(visible("\n".join(ws)), language=None, wrap_lines=True)
+
+
+def paint_headline_first(page: str) -> None:
+    """On a session's first visit to a page, end the run right after the headline; the browser asks for the
+    rest once it has drawn it.
+
+    The browser draws a batch of elements together, and the plotly charts and the data grid cost it the most:
+    sent with the headline, they hold the headline back until they are drawn too (seconds on a busy machine).
+    The first run stops here with a fragment on a short client-side timer; when the timer fires (after the
+    headline was drawn), the fragment asks for a full run, which (every build cached) adds the rest. Not for a
+    session opened by a link (its address is rewritten by the full run), nor under AppTest, which would only
+    see the stopped run."""
+    ss = st.session_state
+    flag = f"ctx.painted.{page}"
+    if ss.get(flag) or ss.get("ctx.opened_with_link") or config.get_option("global.appTest"):
+        return
+    st.caption("Drawing the prompt map, the fates table and the prompt…")
+    _the_rest(flag)
+    st.stop()
+
+
+@st.fragment(run_every=1.5)
+def _the_rest(flag: str) -> None:
+    ss = st.session_state
+    if ss.get(f"{flag}.armed"):
+        ss[flag] = True
+        st.rerun(scope="app")
+    ss[f"{flag}.armed"] = True

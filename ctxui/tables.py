@@ -91,7 +91,7 @@ def fates_table(trace: Trace) -> pd.DataFrame:
     column_config = {
         "#": st.column_config.NumberColumn("#", help="input order", width="small"),
         "id": st.column_config.TextColumn("id", width="medium"),
-        "fate": st.column_config.TextColumn("fate", help="; ".join(f"{k}: {v}" for k, v in
+        "fate": st.column_config.TextColumn("fate", width=130, help="; ".join(f"{k}: {v}" for k, v in
                                                                    ctxcore.FATE_MEANINGS.items())),
         "stage": st.column_config.TextColumn("stage", help="the stage that decided it"),
         "reason": st.column_config.TextColumn("reason", width="large"),
@@ -107,13 +107,12 @@ def fates_table(trace: Trace) -> pd.DataFrame:
         "merged_into": st.column_config.TextColumn("merged into"),
         "similarity": st.column_config.NumberColumn("similarity", format="%.3f"),
     }
-    data = shown.style.map(_fate_style, subset=["fate"]) if len(shown) <= MAX_PICKER else shown
     optional = ("duplicate_of", "superseded_by", "merged_into", "similarity", "prompt_tokens")
-    order = ["#", "id", "fate", "score", "tokens", "label", "position", "stage", "reason"]
+    order = ["#", "id", "fate", "reason", "score", "tokens", "label", "position", "stage"]
     order += [c for c in optional if df[c].notna().any()]  # relation columns only when this trace uses them
-    st.dataframe(data, column_config=column_config, column_order=order, hide_index=True, width="stretch",
-                 height=min(38 + 35 * max(len(shown), 1), 420), on_select=_select_row,
-                 selection_mode="single-row", key="dbg.table")
+    readable_table(shown, key="dbg.table", reason="reason", column_config=column_config, styled=("fate",),
+                   formats={"score": "{:.3f}", "similarity": "{:.3f}"}, column_order=order,
+                   on_select=_select_row, selection_mode="single-row")
     st.caption(f"{len(shown)} of {len(df)} candidates shown · click a row to see it below")
     return shown
 
@@ -176,3 +175,83 @@ def _shallow(value, depth: int):
     if isinstance(value, (list, tuple)):
         return [_shallow(v, depth - 1) for v in value] if depth > 0 else "…"
     return value
+
+
+REASON_WIDTH = 560      # px of a reason column: wide enough to read, fixed so its wrapping is known
+LINE_PX, ROW_PAD_PX = 21, 14
+CHARS_PER_LINE = 80     # a safe under-estimate of what REASON_WIDTH holds (Source Sans 14 px: about 93)
+
+
+def wrap_lines(text: str, width: int = CHARS_PER_LINE) -> int:
+    """How many lines ``text`` takes when wrapped at word boundaries to ``width`` characters."""
+    lines, used = 1, 0
+    for word in str(text).split():
+        need = len(word) + (1 if used else 0)
+        if used and used + need > width:
+            lines, used = lines + 1 + (len(word) - 1) // width, len(word) % width
+        else:
+            used += need
+    return lines
+
+
+def row_height_for(texts, width: int = REASON_WIDTH) -> int | None:
+    """A row height (px) that shows the longest of ``texts`` whole, wrapped in a ``width``-px column; None
+    when one line is enough."""
+    chars = max(int(CHARS_PER_LINE * width / REASON_WIDTH), 10)
+    longest = max((wrap_lines(t, chars) for t in texts if isinstance(t, str) and t), default=1)
+    # Streamlit wraps a cell's text only in rows taller than 4rem (64 px)
+    return None if longest <= 1 else max(longest * LINE_PX + ROW_PAD_PX, 66)
+
+
+def blank_missing(df: pd.DataFrame, formats: dict | None = None) -> pd.DataFrame:
+    """The frame as shown: "" for a missing value (st.dataframe draws one as a grey "None"). A numeric column
+    with gaps becomes text, each number written with ``formats[col]`` (default: as it is)."""
+    out = df.copy()
+    formats = formats or {}
+    for col in out.columns:
+        series = out[col]
+        numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        if not numeric and not pd.api.types.is_datetime64_any_dtype(series):
+            out[col] = series.astype(object).map(lambda v: "" if v is None or (isinstance(v, float) and v != v)
+                                                 or v is pd.NA else v)
+        elif numeric and series.isna().any():
+            fmt = formats.get(col, "{}")
+            out[col] = [("" if pd.isna(v) else fmt.format(int(v) if float(v).is_integer() and "f" not in fmt
+                                                          else v)) for v in series.tolist()]
+    return out
+
+
+def _as_text_config(cfg):
+    """A Number/Progress column config for a column that became text (see ``blank_missing``)."""
+    if cfg is None:
+        return None
+    label, help_text = cfg.get("label"), cfg.get("help")
+    width = cfg.get("width")
+    return st.column_config.TextColumn(label, help=help_text, width=width)
+
+
+def readable_table(df: pd.DataFrame, *, key: str, reason=None, column_config=None,
+                   styled: tuple = (), formats: dict | None = None, max_height: int = 520,
+                   reason_width: int = REASON_WIDTH, **kwargs):
+    """st.dataframe with every missing cell blank, its ``reason`` column wrapped to its full text (each row as
+    tall as the longest reason needs; a click on a cell also shows it whole), and the fate colour on the
+    ``styled`` columns."""
+    shown = blank_missing(df, formats)
+    config = dict(column_config or {})
+    for col in df.columns:
+        if col in config and pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_numeric_dtype(shown[col]):
+            config[col] = _as_text_config(config[col])
+    row_height = None
+    reasons = [r for r in ((reason,) if isinstance(reason, str) else (reason or ())) if r in df.columns]
+    texts = []
+    for col in reasons:
+        label = (config.get(col) or {}).get("label") or col
+        config[col] = st.column_config.TextColumn(label, width=reason_width)
+        texts += shown[col].tolist()
+    if reasons and len(df) <= MAX_PICKER:
+        row_height = row_height_for(texts, reason_width)
+    data = shown.style.map(_fate_style, subset=list(styled)) if styled and len(shown) <= MAX_PICKER else shown
+    rows = max(len(df), 1)
+    height = min(38 + (row_height or 35) * rows + 2, max_height)
+    return st.dataframe(data, column_config=config, hide_index=True, width="stretch", height=height,
+                        row_height=row_height, key=key, **kwargs)

@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-import ctxcore
 import ctxui
 
 st.title("Compare two settings side by side", anchor=False)
@@ -16,7 +15,8 @@ if loaded is None:
     st.stop()
 
 ss = st.session_state
-options = ctxui.preset_options(loaded)
+logged_prompt = ctxui.logged_prompt_text(loaded)
+options = ctxui.preset_options(loaded, logged_prompt)
 ctxui.link_warning(ctxui.read_side_links(options))
 
 ctxui.scenario_header(loaded)
@@ -25,38 +25,26 @@ if not ss.get("ctx.sample"):
 query = ctxui.store()["query"]
 st.text(f"Question: {query}" if query else "Question: (none)")
 
-
-def side(name: str, column) -> tuple[str, object]:
-    """One side: its preset, its headline numbers and its prompt map; returns (label, trace or None)."""
-    with column:
-        wkey = f"cmp.{name}"
-        if wkey not in ss:  # the widget's own key is forgotten on other pages; the choice is kept apart
-            ss[wkey] = ss[f"cmp.{name}.choice"]
-        choice = st.selectbox(f"Settings {name.upper()}", options, key=wkey,
-                              format_func=lambda o: ctxui.PRESET_LABELS[o],
-                              help="; ".join(f"{ctxui.PRESET_LABELS[o]}: {ctxui.PRESET_HELP[o]}" for o in options))
-        ss[f"cmp.{name}.choice"] = choice
-        label = f"{name.upper()} ({ctxui.PRESET_LABELS[choice].lower()})"
-        try:
-            config = ctxui.preset_config(choice, loaded)
-            trace = ctxui.build_trace(ss["ctx.key"], loaded, config, query)
-        except (ctxcore.InputError, ctxcore.BuildError) as err:
-            st.error(ctxui.md_escape(str(err)), icon=":material/error:")
-            return label, None
-        ctxui.side_metrics(trace)
-        st.plotly_chart(ctxui.prompt_map(trace), width="stretch", key=f"cmp.map_{name}")
-        return label, trace
-
-
 left, right = st.columns(2, gap="large")
-name_a, trace_a = side("a", left)
-name_b, trace_b = side("b", right)
+choices = {"a": ctxui.side_choice("a", left, options), "b": ctxui.side_choice("b", right, options)}
 ctxui.set_page_params({k: ss[f"cmp.{k}.choice"] for k in ctxui.SIDE_DEFAULTS
                        if ss[f"cmp.{k}.choice"] != ctxui.SIDE_DEFAULTS[k]})
+built = {k: ctxui.side_trace(choice, loaded, ss["ctx.key"], query) for k, choice in choices.items()}
+axis = ctxui.shared_right(built, loaded, logged_prompt)  # one axis for both maps
+sides = {}
+for name, column in (("a", left), ("b", right)):
+    with column:
+        sides[name] = ctxui.render_side(name, choices[name], built, loaded, logged_prompt, axis)
+trace_a, trace_b = sides["a"], sides["b"]
 if trace_a is None or trace_b is None:
     st.stop()
 st.session_state["cmp.traces"] = (trace_a, trace_b)  # for tests
 names = ("A", "B")
+name_a = f"A ({ctxui.PRESET_LABELS[choices['a']].lower()})"
+name_b = f"B ({ctxui.PRESET_LABELS[choices['b']].lower()})"
+if "sent" in choices.values():
+    ctxui.sent_comparison(choices, trace_a, trace_b, logged_prompt)
+    st.stop()
 
 st.subheader("Fates that differ", anchor=False)
 changes = ctxui.fate_changes(trace_a, trace_b)

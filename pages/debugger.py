@@ -9,6 +9,7 @@ st.caption("Which retrieved chunks reached the prompt, which were dropped, and w
            "Every decision on this page comes from the ctxcore engine.")
 
 loaded = ctxui.loaded_input()
+ctxui.case_banner()
 
 ctxui.scenario_header(loaded)
 ctxui.scenario_story(loaded)
@@ -23,18 +24,28 @@ st.session_state["ctx.trace"] = trace  # for other pages (and tests)
 if trace is None:
     st.stop()
 st.session_state["ctx.last_fixed"] = trace.budget.fixed
-if loaded.trace is not None:
+logged_prompt = ctxui.logged_prompt_text(loaded)
+view = ctxui.view_mode(logged_prompt)  # "replay", or "sent" for the logged prompt as it was sent
+if loaded.trace is not None and view == "replay":
     st.caption("Showing the logged trace as recorded; change a control or the query to replay it."
                if trace is loaded.trace else "Replayed with the current settings (they or the query differ "
                "from the logged trace).")
 
+if view == "sent":
+    ctxui.sent_view(trace, ctxui.logged_of(loaded), logged_prompt)
+    ctxui.spans_panel(ctxui.logged_of(loaded))
+    st.subheader("The replay under the current controls", anchor=False)
+
 ctxui.metrics(trace)
 ctxui.warnings_list(trace)
+ctxui.paint_headline_first("debugger")  # the headline paints before the heavy elements are sent
 
 map_title, map_scale = st.columns([3, 1], vertical_alignment="bottom")
 map_title.subheader("Where each block sits in the prompt", anchor=False)
-full = map_scale.toggle("Full scale (to the safe input)", key="dbg.full_scale")
-st.plotly_chart(ctxui.prompt_map(trace, full_scale=full), width="stretch", key="dbg.map")
+scale = map_scale.selectbox("Map scale", ctxui.MAP_SCALES, key="dbg.map_scale", format_func=ctxui.map_scale_label,
+                            help="The axis stays put while you move the controls: it runs to the safe input, "
+                                 "or to a fixed number of tokens you choose.")
+st.plotly_chart(ctxui.prompt_map(trace, right=ctxui.map_right([trace], scale)), width="stretch", key="dbg.map")
 
 st.subheader("Fates", anchor=False)
 shown = ctxui.fates_table(trace)
@@ -53,5 +64,9 @@ with bars_tab:
     ctxui.token_bars(trace)
     ctxui.token_boundaries(trace)
 
-st.subheader("Download", anchor=False)
+if logged_prompt and view != "sent":
+    ctxui.spans_panel(ctxui.logged_of(loaded))
+
+st.subheader("Download and save", anchor=False)
 ctxui.downloads(trace, loaded)
+ctxui.save_case_box(loaded, page="debugger")

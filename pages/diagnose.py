@@ -93,7 +93,7 @@ st.caption(f"{'Logged prompt' if sent.source == 'logged' else 'The failure-state
            f"{len(sent.passages)} passages, {sent.evidence_tokens:,} evidence tokens, {sent.prompt_tokens:,} "
            f"tokens recounted against a limit of {(ctxui.model_limit(loaded) or sent.limit):,}"
            + ("" if sent.question_present else "; the question is missing"))
-st.dataframe(ctxui.sent_frame(dx), hide_index=True, width="stretch",
+st.dataframe(ctxui.sent_passages_frame(dx), hide_index=True, width="stretch",
              column_config={"share sent": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0,
                                                                           format="percent"),
                             "marks": st.column_config.TextColumn(width="large")})
@@ -132,4 +132,5 @@ if logged_prompt:
     st.subheader("Logged prompt versus replay", anchor=False)
     st.dataframe(ctxui.replay_frame(trace, logged_prompt, dx), hide_index=True, width="stretch")
 
+ctxui.save_case_box(loaded, page="diagnose")
 ctxui.about_panel()

@@ -7,11 +7,15 @@ import os
 import subprocess
 import sys
 
+import tempfile
+
 import pytest
 
 from ctxcore import Candidate, get_tokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Saved cases go to a throwaway folder in every test (and every app server a test starts), never the repository.
+os.environ.setdefault("CTXCORE_DATA_DIR", tempfile.mkdtemp(prefix="ctxcore-test-data-"))
 
 SEED_TEXTS = {
     "policy-returns": "Refunds are processed within five business days to the original payment method.",

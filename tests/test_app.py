@@ -61,6 +61,14 @@ def upload(at: AppTest, name: str, data: bytes | None = None, mime: str = "appli
     return rerun(at)
 
 
+def show_fix(at: AppTest) -> AppTest:
+    """A sample opens in its failure state; switch on its fix (the file's own settings), when it has one."""
+    if [t for t in at.toggle if t.key == "dbg.fix"]:
+        at.toggle(key="dbg.fix").set_value(True)
+        rerun(at)
+    return at
+
+
 def reset(at: AppTest) -> AppTest:
     at.button(key="dbg.reset").click()
     return rerun(at)
@@ -131,7 +139,7 @@ def test_budget_page_defaults_match_the_worked_example():
 # --------------------------------------------------------------------------- loading
 
 def test_first_sample_is_loaded_by_default():
-    at = start()
+    at = show_fix(start())
     first = ctxcore.load(SAMPLES[0])
     assert at.selectbox(key="dbg.sample").value == SAMPLES[0].name
     table = fates(at)
@@ -159,7 +167,7 @@ def test_first_sample_is_loaded_by_default():
 def test_every_sample_renders_what_ctxcore_decides(sample):
     at = start()
     at.selectbox(key="dbg.sample").set_value(sample.name)
-    rerun(at)
+    show_fix(rerun(at))
     loaded = ctxcore.load(sample)
     want = loaded.build()
     assert errors(at) == []
@@ -302,8 +310,7 @@ def test_naive_settings_button_shows_the_failure():
     at.selectbox(key="dbg.sample").set_value(naive[0].name)
     rerun(at)
     loaded = ctxcore.load(naive[0])
-    at.button(key="dbg.apply_naive").click()
-    rerun(at)
+    assert at.toggle(key="dbg.fix").value is False  # a sample opens in its failure state
     cfg = Config.from_dict({**Config().to_dict(), **loaded.extra["scenario"]["naive_config"]})
     assert list(fates(at)["fate"]) == [d.fate for d in loaded.build(cfg).decisions]
     # by hand: without near-dedup the two top refund copies (134 + 135 tokens with their labels) take
@@ -312,7 +319,7 @@ def test_naive_settings_button_shows_the_failure():
     assert kept(at) == 2
     assert table.loc["returns-shipping-damaged", "fate"] == "over_budget"
     assert table.loc["pdf-returns-guide-p3", "fate"] == "kept"
-    at.button(key="dbg.apply_file").click()
+    at.toggle(key="dbg.fix").set_value(True)
     rerun(at)
     assert list(fates(at)["fate"]) == [d.fate for d in loaded.build().decisions]
 
@@ -392,7 +399,7 @@ def test_a_rerun_that_changes_no_setting_reuses_the_build(monkeypatch):
     reset(at)
     upload(at, "seed.json")
     trace, table, n = at.session_state["ctx.trace"], fates(at), len(builds)
-    at.toggle(key="dbg.full_scale").set_value(True)
+    at.selectbox(key="dbg.map_scale").set_value(1000)
     rerun(at)
     assert len(builds) == n and at.session_state["ctx.trace"] is trace
     assert at.session_state["ctx.fates_memo"][0] is trace and fates(at).equals(table)
@@ -610,7 +617,7 @@ def test_prompt_map_has_a_segment_per_block_and_budget_lines():
     noted = " ".join(a.get("text", "") for a in spec["layout"].get("annotations", []))
     assert docs_line in shown or f"fixed + docs budget {docs_line:,}" in noted  # a line, or "off the chart"
     assert trace.budget.safe_input in shown or f"safe input {trace.budget.safe_input:,}" in noted
-    at.toggle(key="dbg.full_scale").set_value(True)
+    at.selectbox(key="dbg.map_scale").set_value("safe")
     rerun(at)
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     shown = [s["x0"] for s in spec["layout"].get("shapes", []) if s.get("type") == "line"]

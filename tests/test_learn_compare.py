@@ -355,6 +355,8 @@ def test_a_link_opened_on_any_page_keeps_its_settings(page):
 
 def test_changing_a_control_updates_the_link_with_non_default_values_only():
     at = rerun(app())
+    at.toggle(key="dbg.fix").set_value(True)  # a sample opens in its failure state: show its own settings
+    rerun(at)
     assert dict(at.query_params) == {"scenario": "01_duplicates_crowd_out"}  # the file's own settings: nothing else
     at.slider(key="dbg.near_dup").set_value(0.95)
     rerun(at)
@@ -368,6 +370,8 @@ def test_changing_a_control_updates_the_link_with_non_default_values_only():
     rerun(at)
     assert "nd" not in at.query_params
     at.selectbox(key="dbg.sample").set_value("06_unanswerable.json")
+    rerun(at)
+    at.toggle(key="dbg.fix").set_value(True)
     rerun(at)
     assert dict(at.query_params) == {"scenario": "06_unanswerable"}
     at.text_input(key="dbg.query").set_value("Where is my parcel?")
@@ -408,6 +412,8 @@ def test_invalid_link_parameters_are_one_warning_and_defaults():
     for name in ("scenario='no_such_file'", "nd='7'", "win='abc'", "bogus"):
         assert name in found[0], found[0]
     assert at.selectbox(key="dbg.sample").value == "01_duplicates_crowd_out.json"  # the default sample
+    at.toggle(key="dbg.fix").set_value(True)  # (which opens in its failure state)
+    rerun(at)
     assert at.session_state["ctx.trace"].config == ctxcore.load(S1).settings()
     assert at.slider(key="dbg.near_dup").value == pytest.approx(0.8)
 

@@ -1,0 +1,206 @@
+"""In a real browser: a saved case's permalink opens in another browser context, no table cell on any page shows
+"None", and every reason in the fates and compare tables is drawn whole (wrapped inside its cell, never cut).
+
+Tables are drawn on a canvas, so the page is read by recording every ``fillText`` call (text, width, column).
+The server runs with its own CTXCORE_DATA_DIR (a temporary folder), so saving changes nothing in the repository.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import browserkit
+import pytest
+
+import ctxcore
+import ctxui
+from ctxui import casestore
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SAMPLES = sorted((ROOT / "sample_data").glob("*.json"), key=lambda p: p.name)
+WAIT = 60_000
+HOOK = """(() => { window.__drawn = []; const f = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (t, x, y, ...rest) {
+    try { window.__drawn.push([String(t), this.measureText(String(t)).width]); } catch (e) {}
+    return f.call(this, t, x, y, ...rest); }; })()"""
+SCROLL = """() => { for (const s of document.querySelectorAll('.dvn-scroller')) { s.scrollTop += 300; } }"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    old = os.environ.get(casestore.DATA_DIR_ENV)
+    os.environ[casestore.DATA_DIR_ENV] = str(tmp_path_factory.mktemp("cases"))
+    try:
+        with browserkit.running_app() as url:
+            yield url
+    except browserkit.AppDidNotStart as err:
+        pytest.fail(str(err))
+    finally:
+        if old is None:
+            os.environ.pop(casestore.DATA_DIR_ENV, None)
+        else:
+            os.environ[casestore.DATA_DIR_ENV] = old
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(browserkit.CHROMIUM):
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("chromium is not installed")
+        pytest.skip(f"{browserkit.CHROMIUM} is not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=browserkit.CHROMIUM, args=browserkit.ARGS)
+        yield b
+        b.close()
+
+
+def _context(browser):
+    context = browser.new_context(viewport={"width": 1440, "height": 1400})
+    context.add_init_script(HOOK)
+    return context
+
+
+def _open(context, url: str, ready: str = '[data-testid="stMetric"]'):
+    pg = context.new_page()
+    pg.set_default_timeout(WAIT)
+    pg.goto(url)
+    pg.locator(ready).first.wait_for()
+    browserkit.wait_idle(pg, WAIT)
+    return pg
+
+
+def _drawn(pg) -> list[tuple[str, float]]:
+    """Every string the page's canvases drew, after scrolling each table through all its rows."""
+    pg.wait_for_timeout(600)
+    for _ in range(6):
+        pg.evaluate(SCROLL)
+        pg.wait_for_timeout(150)
+    return [tuple(d) for d in pg.evaluate("window.__drawn")]
+
+
+def _reasons_whole(drawn, reasons) -> list[str]:
+    """The reasons not drawn whole: neither as one string nor as consecutive wrapped lines; or a line wider
+    than its column (so clipped)."""
+    texts = [t for t, _ in drawn]
+    widths = {t: w for t, w in drawn}
+    limit = ctxui.REASON_WIDTH - 16  # the cell's padding
+    missing = []
+    for reason in reasons:
+        if reason in texts:
+            if widths[reason] > limit:
+                missing.append(f"clipped: {reason}")
+            continue
+        first = reason.split()[0]
+        found = False
+        for i, t in enumerate(texts):
+            if not reason.startswith(t) or not t.startswith(first):
+                continue
+            joined, j = t, i
+            while len(joined) < len(reason) and j + 1 < len(texts):
+                j += 1
+                joined += " " + texts[j]
+            if joined == reason and all(widths[x] <= limit for x in texts[i:j + 1]):
+                found = True
+                break
+        if not found:
+            missing.append(reason)
+    return missing
+
+
+def test_a_permalink_opens_the_uploaded_case_in_a_new_browser_context(browser, server):
+    from playwright.sync_api import expect
+
+    first = _context(browser)
+    try:
+        pg = _open(first, server + "/")
+        pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
+            files=[{"name": "seed.json", "mimeType": "application/json",
+                    "buffer": (FIXTURES / "seed.json").read_bytes()}])
+        expect(pg.locator('[data-testid="stCaptionContainer"]', has_text="seed.json · 7 candidates")).to_be_visible()
+        browserkit.wait_idle(pg, WAIT)
+        shown = browserkit.metrics(pg)
+        pg.get_by_text("Save this case").first.click()
+        pg.get_by_label("Title").fill("Seed refund case")
+        pg.get_by_label("Title").press("Enter")
+        browserkit.wait_idle(pg, WAIT)
+        pg.get_by_role("button", name="Save this case").click()
+        link = pg.locator('[data-testid="stMain"] [data-testid="stCode"] code', has_text="?case=").first
+        link.wait_for()
+        permalink = link.inner_text().strip()
+        assert permalink.startswith(server) and "?case=" in permalink
+    finally:
+        first.close()
+
+    second = _context(browser)  # another person: no cookies, no session, only the link
+    try:
+        pg = _open(second, permalink)
+        expect(pg.locator('[data-testid="stCaptionContainer"]', has_text="seed.json · 7 candidates")).to_be_visible()
+        expect(pg.get_by_text("Seed refund case", exact=False).first).to_be_visible()
+        browserkit.wait_idle(pg, WAIT)
+        assert browserkit.metrics(pg) == shown
+        assert "case=" in pg.url
+        assert pg.locator('[data-testid="stException"]').count() == 0
+    finally:
+        second.close()
+
+
+PAGES = [("", '[data-testid="stMetric"]'), ("compare", '[data-testid="stMetric"]'),
+         ("diagnose", "h1"), ("learn", '[data-testid="stMetric"]'), ("budget", '[data-testid="stMetric"]'),
+         ("cases", "h1")]
+
+
+@pytest.mark.parametrize("path,ready", PAGES, ids=[p or "debugger" for p, _ in PAGES])
+def test_no_table_cell_shows_none_on_any_page(browser, server, path, ready):
+    context = _context(browser)
+    try:
+        pg = _open(context, f"{server}/{path}", ready)
+        if path in ("", "compare"):  # pages with a table from the start (the landing run draws it second)
+            pg.locator('[data-testid="stDataFrame"]').first.wait_for()
+            browserkit.wait_idle(pg, WAIT)
+        drawn = _drawn(pg)
+        assert [t for t, _ in drawn if t.strip() in ("None", "nan", "<NA>", "NaN")] == []
+        cut = pg.evaluate("""() => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+            .filter(v => [v, ...v.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1))
+            .map(v => v.innerText)""")
+        assert cut == []  # no headline number is cut off
+        assert pg.locator('[data-testid="stException"]').count() == 0
+    finally:
+        context.close()
+
+
+@pytest.mark.timeout(1200)
+def test_every_reason_is_drawn_whole_and_no_cell_is_none(browser, server):
+    """Every reason in the fates table is drawn whole (on one line, or wrapped over lines that all fit the
+    row) and no cell says "None": the landing sample in its failure state, then each sample opened by its link
+    (the file's own settings)."""
+    from playwright.sync_api import expect
+
+    context = _context(browser)
+    try:
+        problems = {}
+        for sample in [None, *SAMPLES]:
+            path = sample or SAMPLES[0]
+            loaded = ctxcore.load(path)
+            settings = ctxui.settings.opening_config(loaded) if sample is None else loaded.settings().to_dict()
+            trace = loaded.build(ctxcore.Config.from_dict({**ctxcore.Config().to_dict(), **settings}))
+            pg = _open(context, f"{server}/" + ("" if sample is None else f"?scenario={sample.stem}"))
+            expect(pg.locator('[data-testid="stCaptionContainer"]', has_text=f"{path.name} · ")).to_be_visible()
+            browserkit.wait_idle(pg, WAIT)
+            pg.locator('[data-testid="stDataFrame"]').first.wait_for()  # (the landing run draws it second)
+            browserkit.wait_idle(pg, WAIT)
+            pg.locator('[data-testid="stDataFrame"]').first.scroll_into_view_if_needed()
+            drawn = _drawn(pg)
+            nones = [t for t, _ in drawn if t.strip() == "None"]
+            missing = _reasons_whole(drawn, [d.reason for d in trace.decisions])
+            if nones or missing:
+                problems[path.name + ("" if sample else " (failure)")] = (nones, missing)
+            pg.close()
+        assert problems == {}
+    finally:
+        context.close()
