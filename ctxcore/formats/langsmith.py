@@ -14,12 +14,10 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from ..loaded import Loaded
 from .family import Family
 from .genai import _documents
 from .messages import content_text
-from .openinference import load_spans, trace_ids as _oi_trace_ids
-from .spans import parse_spans
+from .openinference import reader_of, trace_ids as _oi_trace_ids
 from .values import as_int, dig, first, json_value
 
 LANGSMITH = "langsmith"
@@ -136,12 +134,6 @@ def _records(data) -> Optional[list]:
     return [_record(r) for r in runs] if runs is not None else None
 
 
-def _read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
-    spans = parse_spans(_records(data), source)
-    for s in spans:  # read through OpenInference names, but logged in the tool's own convention
-        s.convention = LANGSMITH
-    return load_spans(spans, source, trace_id, LANGSMITH, texts)
-
-
-FAMILY = Family(LANGSMITH, matches=lambda data, source: _runs(data) is not None, load=_read,
+FAMILY = Family(LANGSMITH, matches=lambda data, source: _runs(data) is not None,
+                load=reader_of(_records, LANGSMITH),
                 traces=lambda data: _oi_trace_ids(_records(data) or []))

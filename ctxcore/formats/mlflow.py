@@ -14,12 +14,10 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from ..loaded import Loaded
 from .family import Family
 from .genai import _documents
 from .langsmith import _generations, lc_messages
-from .openinference import load_spans, trace_ids as _oi_trace_ids
-from .spans import parse_spans
+from .openinference import reader_of, trace_ids as _oi_trace_ids
 from .values import as_int, dig, first, json_value
 
 MLFLOW = "mlflow"
@@ -98,12 +96,6 @@ def _records(data) -> list:
     return [_record(s, t["info"]) for t in _traces(data) or [] for s in t["data"]["spans"] if isinstance(s, dict)]
 
 
-def _read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
-    spans = parse_spans(_records(data), source)
-    for s in spans:  # read through OpenInference names, but logged in the tool's own convention
-        s.convention = MLFLOW
-    return load_spans(spans, source, trace_id, MLFLOW, texts)
-
-
-FAMILY = Family(MLFLOW, matches=lambda data, source: _traces(data) is not None, load=_read,
+FAMILY = Family(MLFLOW, matches=lambda data, source: _traces(data) is not None,
+                load=reader_of(_records, MLFLOW),
                 traces=lambda data: _oi_trace_ids(_records(data)))

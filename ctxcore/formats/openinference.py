@@ -340,6 +340,18 @@ def load_spans(spans: list[Span], source: str, trace_id: Optional[str], fmt: str
     return _load(spans, source, trace_id, fmt, texts)
 
 
+def reader_of(records, convention: str):
+    """A family's ``load`` for records that read as OpenInference spans but were logged in another tool's
+    own convention (LangSmith runs, MLflow spans): ``records(data)`` gives the span records."""
+    def read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
+        spans = parse_spans(records(data), source)
+        for s in spans:
+            s.convention = convention
+        return load_spans(spans, source, trace_id, convention, texts)
+
+    return read
+
+
 def _read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
     return _load(parse_spans(span_records(data, source), source), source, trace_id, OPENINFERENCE, texts)
 
