@@ -409,6 +409,8 @@ def _not_sent(ctx: _Ctx) -> list[Finding]:
     fix, ok, where = ctx.reach(decisive, [here, {"select": "density"}, {"near_dup": 0.8}, {"prefer_newest": True}])
     s = ctx.by_id[decisive].score
     title = f"{decisive}" + (f" (score {s:g})" if s is not None else "") + " was retrieved but never sent"
+    if decisive in _reranker_cut(ctx.trace):
+        title += f": {_reranker_said(ctx.trace)} cut it before context construction"
     return [Finding("not_sent", 3, title, f"{len(lost)} retrieved passages about the question are not in the prompt",
                     fix, ok, (decisive,), proof=("the re-run sends it" + _landing(where)) if ok else
                     "no re-run tried sent it", after=where)]
@@ -434,12 +436,30 @@ def _missing_notes(ctx: _Ctx, skip: set) -> tuple[list[Finding], int]:
     lost = [cid for cid in ctx.lost if cid not in skip and overlap(ctx.by_id[cid].text, ctx.q) > 0]
     lost.sort(key=ctx.strength, reverse=True)
     out = []
+    cut = _reranker_cut(ctx.trace)
     for cid in lost[:MAX_PROOFS]:
         d = ctx.trace.decision(cid)
         replay = f"the replay keeps it as [{d.label}]" if d.fate == "kept" else f"the replay: {d.fate} ({d.reason})"
+        if cid in cut:  # not a context-construction decision: the reranker dropped it upstream
+            kept = ctx.trace.logged.reranked
+            out.append(Finding("cut_by_reranker", 1, f"{cid} was cut by {_reranker_said(ctx.trace)} before context "
+                               f"construction", f"the reranker kept {len(kept)} passages ({', '.join(kept[:8])}); "
+                               f"{replay}", ids=(cid,), role="note"))
+            continue
         out.append(Finding("missing_from_logged_prompt", 1, f"{cid} was retrieved but never sent",
                            f"{replay}; the prompt as sent does not contain it", ids=(cid,), role="note"))
     return out, max(0, len(ctx.sent.not_sent) - len(skip & set(ctx.sent.not_sent)) - len(out))
+
+
+def _reranker_cut(trace: Trace) -> frozenset:
+    """Ids the logged reranker was given but did not return (a logged trace that recorded a reranker)."""
+    logged = trace.logged
+    return frozenset(getattr(logged, "reranker_cut", ()) or ()) if logged is not None else frozenset()
+
+
+def _reranker_said(trace: Trace) -> str:
+    info = trace.logged.reranker or {}
+    return f"the reranker ({info['span']})" if info.get("span") else "the reranker"
 
 
 def _cut_notes(ctx: _Ctx, skip: set) -> list[Finding]:
@@ -453,7 +473,7 @@ _SWALLOWS = ("prompt_cut_off", "prompt_over_window", "duplicates_crowd_out")
 
 def _explains(root: Finding, note: Finding) -> bool:
     return bool(set(root.ids) & set(note.ids)) or root.kind in _SWALLOWS \
-        and note.kind in ("missing_from_logged_prompt", "not_sent")
+        and note.kind in ("missing_from_logged_prompt", "cut_by_reranker", "not_sent")
 
 
 def diagnose(trace: Trace, *, logged_prompt: Optional[str] = None, answer: Optional[str] = None,

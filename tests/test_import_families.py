@@ -518,3 +518,15 @@ def test_inspect_reads_a_saved_trace_that_kept_its_logged_request(tmp_path):
     code, out = _cli("inspect", p, "--format", "json")
     rep = json.loads(out)
     assert code == 0 and rep["format"] == "mlflow" and rep["query"] == Q and rep["runs"][0]["documents"] == 3
+
+
+def test_a_document_the_reranker_cut_is_reported_as_such_not_as_never_sent():
+    from ctxcore.diagnosis import diagnose
+
+    got = load(path("phoenix_nested.json"))
+    trace = got.build()
+    found = diagnose(trace, logged_prompt=got.logged.prompt_text, answer=got.logged.answer).findings
+    by_kind = {f.kind: f for f in found}
+    assert by_kind["cut_by_reranker"].ids == ("kb-301#0",)
+    assert "before context construction" in by_kind["cut_by_reranker"].title
+    assert not any(f.kind == "missing_from_logged_prompt" and "kb-301#0" in f.ids for f in found)
