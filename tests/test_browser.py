@@ -219,7 +219,7 @@ def test_downloaded_trace_uploads_to_the_same_view(page):
 
 # --------------------------------------------------------------------------- shareable links, compare, learn
 
-LINK = "scenario=04_stale_policy&budget=200&newest=0&nd=0.9&order=original"  # in the order the app writes them
+LINK = "scenario=04_stale_policy&budget=200&nd=0.9&newest=0&order=original"  # in the order the app writes them
 
 
 def _open(browser, url: str, height: int = 1000):
