@@ -179,6 +179,10 @@ def test_markup_in_input_is_shown_as_text_and_never_runs(page):
     upload(page, 'xss<img src=x onerror=window.__pwned=6>.json', data)
     caption(page, 'xss<img src=x onerror=window.__pwned=6>.json · 2 candidates')
     codes = page.locator('[data-testid="stCode"]')
+    from playwright.sync_api import expect
+
+    # the headline is drawn first and the rest follows (the first-paint deferral): wait for the chunk text
+    expect(codes.filter(has_text="<script>window.__pwned=1</script>").first).to_be_visible(timeout=WAIT)
     assert codes.filter(has_text="<script>window.__pwned=1</script>").count() >= 1
     assert codes.filter(has_text='<img src=x onerror="window.__pwned=2">').count() >= 1
     assert codes.filter(has_text="![x](http://example.invalid/pixel.png)").count() >= 1

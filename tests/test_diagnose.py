@@ -14,10 +14,10 @@ TRACES = ROOT / "tests" / "fixtures" / "traces"
 # what each logged trace's findings must be, read off the fixtures by hand, on the prompt that was sent: the
 # strongest passage retrieved but absent from it comes first (a cause, its fix proved by a re-run), the other
 # absent ones are notes; kb-207#1 was sent cut off, which explains the rest of that prompt; phoenix_nested sent
-# three chunks of kb-207 apart and out of order (1, 3, 2)
+# three chunks of kb-207 apart and out of order (1, 3, 2), and its reranker cut kb-301#0 (a note, not "never sent")
 EXPECTED_FINDINGS = {
     "phoenix_flat.jsonl": {("not_sent", "kb-118#0"), ("missing_from_logged_prompt", "forum-5531")},
-    "phoenix_nested.json": {("fragmented_document", "kb-207#1"), ("missing_from_logged_prompt", "kb-301#0")},
+    "phoenix_nested.json": {("fragmented_document", "kb-207#1"), ("cut_by_reranker", "kb-301#0")},
     "phoenix_noscores.json": set(),  # all three documents were sent whole (the answer cites nothing: a note)
     "phoenix_multi.jsonl": None,  # not pinned: the multi-trace file is about choosing a trace
     "phoenix_truncated_prompt.json": {("prompt_cut_off", "kb-207#1"), ("not_sent", "kb-207#2")},
