@@ -15,15 +15,10 @@ medians are over the visits after it. Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -36,36 +31,6 @@ PAINT_JS = """() => new Promise(done => { const look = () => {
     const m = document.querySelector('[data-testid="stMetric"] [data-testid="stMetricValue"]');
     if (m && m.offsetParent !== null && m.innerText.trim()) done(performance.now()); else requestAnimationFrame(look);
   }; look(); })"""
-
-
-@contextlib.contextmanager
-def server(script: str, cwd: str):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-                             "--server.address", "127.0.0.1", "--server.headless", "true",
-                             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-                            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"{script} did not start") from None
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def visit(browser, url: str) -> float:
@@ -91,7 +56,7 @@ def main() -> None:
             f.write(HELLO)
         browser = p.chromium.launch(executable_path=browserkit.CHROMIUM, args=browserkit.ARGS)
         for name, script, cwd in (("hello world", hello, tmp), ("Debugger (app.py)", "app.py", ROOT)):
-            with server(script, cwd) as url:
+            with browserkit.running_app(script, cwd) as url:
                 times = [visit(browser, url + "/") for _ in range(args.reps + 1)]
             results[name] = (times[0], times[1:])
         browser.close()

@@ -43,17 +43,17 @@ class AppDidNotStart(RuntimeError):
 
 
 @contextlib.contextmanager
-def running_app():
-    """``streamlit run app.py`` on a free port; yields its base URL. Raises AppDidNotStart."""
+def running_app(script: str = "app.py", cwd=None):
+    """``streamlit run SCRIPT`` (the app by default) on a free port; yields its base URL. Raises AppDidNotStart."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
          "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
+        cwd=cwd or ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     try:

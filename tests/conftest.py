@@ -64,3 +64,21 @@ def cli(*args, env=None):
     proc = subprocess.run([sys.executable, "-m", "ctxcore", *map(str, args)], capture_output=True, text=True,
                           cwd=ROOT, env={**os.environ, **(env or {})}, timeout=120)
     return proc.returncode, proc.stdout, proc.stderr
+
+
+def app(**params):
+    """The app under AppTest, with these query parameters (a link); not yet run."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(os.path.join(ROOT, "app.py"), default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at
+
+
+def rerun(at):
+    """Run the app; no exception and no error line on the page."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [e.value for e in at.error], [e.value for e in at.error]
+    return at

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 import ctxcore
 from ctxui import casestore
+from conftest import app, rerun  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -28,18 +29,6 @@ def data_dir(tmp_path, monkeypatch):
     return folder
 
 
-def app(**params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not [e.value for e in at.error], [e.value for e in at.error]
-    return at
 
 
 def kept(at: AppTest) -> str:

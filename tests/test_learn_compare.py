@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import ctxcore
 from ctxcore import Config
+from conftest import app, rerun  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -23,18 +24,6 @@ S1 = SAMPLES / "01_duplicates_crowd_out.json"
 
 # --------------------------------------------------------------------------- helpers
 
-def app(**params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for key, value in params.items():
-        at.query_params[key] = value
-    return at
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not [e.value for e in at.error], [e.value for e in at.error]
-    return at
 
 
 def goto(at: AppTest, page: str) -> AppTest:

@@ -14,6 +14,7 @@ import ctxcore
 import ctxui
 from ctxcore import Config
 from ctxcore.reach import reached
+from conftest import rerun  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -21,11 +22,6 @@ SAMPLES = sorted((ROOT / "sample_data").glob("*.json"), key=lambda p: p.name)
 TRUNCATED = FIXTURES / "traces" / "phoenix_truncated_prompt.json"
 
 
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not [e.value for e in at.error], [e.value for e in at.error]
-    return at
 
 
 def start(**params) -> AppTest:
