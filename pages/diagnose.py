@@ -93,10 +93,9 @@ st.caption(f"{'Logged prompt' if sent.source == 'logged' else 'The failure-state
            f"{len(sent.passages)} passages, {sent.evidence_tokens:,} evidence tokens, {sent.prompt_tokens:,} "
            f"tokens recounted against a limit of {(ctxui.model_limit(loaded) or sent.limit):,}"
            + ("" if sent.question_present else "; the question is missing"))
-st.dataframe(ctxui.sent_passages_frame(dx), hide_index=True, width="stretch",
-             column_config={"share sent": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0,
-                                                                          format="percent"),
-                            "marks": st.column_config.TextColumn(width="large")})
+ctxui.readable_table(ctxui.sent_passages_frame(dx), key="dx.sent_table", reason="marks",
+                     column_config={"share sent": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0,
+                                                                                  format="percent")})
 logged_prompt = ctxui.logged_prompt_text(loaded)
 left, right = st.columns(2)
 with left:
@@ -119,18 +118,16 @@ if needle.strip():
     else:
         if len(rows) >= ctxui.SEARCH_LIMIT:
             st.caption(f"The {ctxui.SEARCH_LIMIT} strongest candidates containing it; narrow the phrase to see others.")
-        st.dataframe(rows, hide_index=True, width="stretch",
-                     column_config={"why": st.column_config.TextColumn(width="large"),
-                                    "verified": st.column_config.CheckboxColumn()})
+        ctxui.readable_table(rows, key="dx.find_table", reason="why",
+                             column_config={"verified": st.column_config.CheckboxColumn()})
 
 if answer.strip():
     st.subheader("The answer, claim by claim", anchor=False)
-    st.dataframe(ctxui.claims_frame(dx.checks), hide_index=True, width="stretch",
-                 column_config={"detail": st.column_config.TextColumn(width="large")})
+    ctxui.readable_table(ctxui.claims_frame(dx.checks), key="dx.claims_table", reason="detail")
 
 if logged_prompt:
     st.subheader("Logged prompt versus replay", anchor=False)
-    st.dataframe(ctxui.replay_frame(trace, logged_prompt, dx), hide_index=True, width="stretch")
+    ctxui.readable_table(ctxui.replay_frame(trace, logged_prompt, dx), key="dx.replay_table")
 
 ctxui.save_case_box(loaded, page="diagnose")
 ctxui.about_panel()

@@ -59,7 +59,7 @@ st.subheader("Likely regressions", anchor=False)
 st.caption("Runs where a passage the logged answer cited would no longer be in the prompt.")
 regressions = rp.regressions_frame(result)
 if len(regressions):
-    st.dataframe(regressions, hide_index=True, width="stretch", key="rp.regressions")
+    ctxui.readable_table(regressions, key="rp.regressions")
 else:
     st.success("Every passage a logged answer cited is still in its prompt.", icon=":material/check:")
 
@@ -71,7 +71,7 @@ else:
     chart_b.caption("No candidate's fate moved.")
 if report["unreadable"]:
     st.subheader("Unreadable runs", anchor=False)
-    st.dataframe(rp.unreadable_frame(report), hide_index=True, width="stretch", key="rp.unreadable")
+    ctxui.readable_table(rp.unreadable_frame(report), key="rp.unreadable", reason="reason")
 
 st.subheader("Open a run", anchor=False)
 choices = rp.run_choices(result)

@@ -61,9 +61,10 @@ def browser():
     if not os.path.exists(CHROMIUM):
         _unavailable(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import expect, sync_playwright
     except ImportError:
         _unavailable("the playwright package is not installed")
+    expect.set_options(timeout=WAIT)  # every expect waits as long as a page action (a busy machine's rerun)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b

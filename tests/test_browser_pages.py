@@ -52,8 +52,9 @@ def browser():
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("chromium is not installed")
         pytest.skip(f"{browserkit.CHROMIUM} is not installed")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=WAIT)  # every expect waits as long as a page action (a busy machine's rerun)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=browserkit.CHROMIUM, args=browserkit.ARGS)
         yield b
@@ -169,6 +170,33 @@ def test_no_table_cell_shows_none_on_any_page(browser, server, path, ready):
             .filter(v => [v, ...v.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1))
             .map(v => v.innerText)""")
         assert cut == []  # no headline number is cut off
+        assert pg.locator('[data-testid="stException"]').count() == 0
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("fixture", ["not_sent_oi_nested.json", "dup_crowd_langfuse.json"])
+def test_no_table_cell_shows_none_on_diagnose_for_a_logged_trace(browser, server, fixture):
+    """A logged trace on Diagnose: candidates the logged prompt lacked have no place sent, candidates the replay
+    drops have no replay position; those cells are blank, never "None" (sent passages, claims, logged vs
+    replay)."""
+    from playwright.sync_api import expect
+
+    context = _context(browser)
+    try:
+        pg = _open(context, f"{server}/diagnose", "h1")
+        pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
+            files=[{"name": fixture, "mimeType": "application/json",
+                    "buffer": (FIXTURES / "diagnose" / fixture).read_bytes()}])
+        expect(pg.get_by_role("heading", name="Logged prompt versus replay")).to_be_visible()
+        browserkit.wait_idle(pg, WAIT)
+        tables = pg.locator('[data-testid="stDataFrame"]')
+        assert tables.count() >= 2  # the sent passages and the logged prompt against the replay, at least
+        for i in range(tables.count()):
+            tables.nth(i).scroll_into_view_if_needed()
+        drawn = _drawn(pg)
+        assert any(t == "absent" for t, _ in drawn)  # a candidate the logged prompt did not have is listed
+        assert [t for t, _ in drawn if t.strip() in ("None", "nan", "<NA>", "NaN")] == []
         assert pg.locator('[data-testid="stException"]').count() == 0
     finally:
         context.close()

@@ -18,9 +18,12 @@ from test_browser import WAIT, browser, caption, server, upload, wait_metrics  #
 
 pytestmark = pytest.mark.browser
 
+# Sized so that the old quadratic patterns would hold the server for many seconds (measured on the patterns of
+# 8598153^: the fence and markup scans of "<" + 20,000 spaces 50 s; the image scan of 30,000 "![" about 9 s),
+# while the work any linear scan must do (parse, count, draw 20-60 KB of text) stays small beside a change.
 BOMBS = {
-    "fence-bomb.json": "<" + " " * 200_000,        # made the old fence and markup patterns backtrack
-    "image-bomb.json": "![" * 50_000,              # made the old markdown-image pattern backtrack
+    "fence-bomb.json": "<" + " " * 20_000,         # made the old fence and markup patterns backtrack
+    "image-bomb.json": "![" * 30_000,              # made the old markdown-image pattern backtrack
 }
 TIMES = 2.0  # the other session's change may take at most this many times its normal time
 # Tries per bomb; the best counts. Both browsers and the server share this machine's cores, and other work on
@@ -35,25 +38,25 @@ def _bomb_file(chunk: str) -> bytes:
         {"id": "policy", "text": "Refunds above 500 EUR need manager approval.", "score": 0.8}]}).encode()
 
 
-def _session(browser, server):  # noqa: F811
+def _session(browser, server, link: str = "/", shows: str = "docs budget"):  # noqa: F811
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     pg = context.new_page()
     pg.set_default_timeout(WAIT)
-    pg.goto(server + "/")
+    pg.goto(server + link)
     wait_metrics(pg)
-    caption(pg, "docs budget")
+    caption(pg, shows)
     return context, pg
+
+
+START = 300  # the observer opens by a link with this direct docs budget (a link's settings apply at once)
+OBSERVER = f"/?scenario=01_duplicates_crowd_out&budget={START}&order=sandwich"
 
 
 class Budget:
     """The observer's settings change: a new direct docs budget, timed from Enter to the page showing it."""
 
     def __init__(self, pg):
-        self.pg, self.value = pg, 300
-        pg.get_by_role("button", name="Reset to defaults").click()
-        caption(pg, "(from the split)")
-        pg.locator('[data-testid="stSidebar"]').get_by_text("Direct docs budget").click()
-        caption(pg, "(direct)")
+        self.pg, self.value = pg, START
         self.box = pg.locator('[data-testid="stNumberInput"]', has_text="Docs budget (tokens)").locator("input")
 
     def change(self, before=None) -> float:
@@ -71,7 +74,7 @@ def test_a_regex_bomb_in_one_session_does_not_hold_up_another(browser, server, t
     from playwright.sync_api import expect
 
     attacker_ctx, attacker = _session(browser, server)
-    observer_ctx, observer = _session(browser, server)
+    observer_ctx, observer = _session(browser, server, OBSERVER, f"docs budget {START} (direct)")
     try:
         budget = Budget(observer)
         budget.change()  # the first change also draws the direct-budget controls: not counted
