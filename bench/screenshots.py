@@ -50,6 +50,7 @@ def main() -> None:
             pg = browser.new_context(viewport={"width": 1440, "height": 1500}).new_page()
             pg.goto(url + "/")
             _ready(pg)
+            _ready(pg, ".js-plotly-plot")  # the map and the fates table come after the headline's first paint
             _shot(pg, "screenshot.png")
 
             pg.goto(url + "/learn?step=9")
@@ -75,7 +76,9 @@ def main() -> None:
             browserkit.wait_idle(pg, WAIT)
             pg.get_by_role("button", name="Save this case").click()
             pg.locator('[data-testid="stMain"] [data-testid="stCode"] code', has_text="?case=").first.wait_for()
-            pg.evaluate("window.scrollTo(0, 0)")
+            link = pg.locator('[data-testid="stMain"] [data-testid="stCode"] code', has_text="?case=").first
+            assert "/diagnose?case=" in link.inner_text(), link.inner_text()  # the Diagnose page's own link
+            pg.locator("h1").first.scroll_into_view_if_needed()  # the page scrolls in its main block, not the window
             pg.wait_for_timeout(500)
             _shot(pg, "diagnose.png")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Optional
+from urllib.parse import urlsplit, urlunsplit
 
 import pandas as pd
 import streamlit as st
@@ -70,23 +71,47 @@ def case_fields(loaded: Loaded, page: str) -> dict:
     }
 
 
+APP_PAGES = ("debugger", "diagnose", "compare", "replay", "cases", "learn", "budget")  # app.py's page paths
+
+
+def case_url(current: str, case_id: str, page: str = "debugger") -> str:
+    """The permalink of a case, made from the address of the page the user is on (which ends in that page's
+    path, after any base path the server is run under).
+
+    >>> case_url("http://host:8501/diagnose", "abc", "diagnose")
+    'http://host:8501/diagnose?case=abc'
+    >>> case_url("https://x.org/tools/ctx/cases", "abc", "debugger")
+    'https://x.org/tools/ctx/?case=abc'
+    >>> case_url("http://host:8501/", "abc", "diagnose")
+    'http://host:8501/diagnose?case=abc'
+    """
+    parts = urlsplit(current)
+    segments = parts.path.rstrip("/").split("/")
+    if segments[-1] in APP_PAGES:
+        segments = segments[:-1]
+    path = "/".join(segments) + "/" + PAGE_PATHS.get(page, "")
+    return urlunsplit((parts.scheme, parts.netloc, path, f"case={case_id}", ""))
+
+
 def case_link(case_id: str, page: str = "debugger") -> str:
     """The permalink of a case on this server (relative when the app's address is unknown)."""
     try:
         base = st.context.url
     except Exception:  # noqa: BLE001
         base = None
-    path = PAGE_PATHS.get(page, "")
     if base:
-        return base.rstrip("/") + "/" + path + f"?case={case_id}"
-    return f"/{path}?case={case_id}"
+        return case_url(base, case_id, page)
+    return f"/{PAGE_PATHS.get(page, '')}?case={case_id}"
 
 
 def save_case_box(loaded: Loaded, page: str = "debugger") -> None:
     """The "Save this case" panel: title, note, root-cause tag; stores the input and this view."""
     ss = st.session_state
     remember_input()
-    with st.expander("Save this case", icon=":material/bookmark_add:", expanded=bool(ss.get("case.saved"))):
+    # keyed and tracked, so it stays open over the reruns that typing a title causes, even when elements above
+    # it come and go (a progress bar on Diagnose)
+    with st.expander("Save this case", icon=":material/bookmark_add:", expanded=bool(ss.get("case.saved")),
+                     key=f"case.box.{page}", on_change="rerun"):
         held = current_input()
         if held is None:
             st.caption("The input's bytes are not in this session any more (upload the file again to save it).")
