@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Optional, Union
 
 from .errors import InputError
-from .serialize import dumps, trace_to_dict
+from .serialize import dumps_records, trace_to_dict
 from .settings import check as check_settings
 
 FORMAT = "ctxcore.trace/1"
@@ -415,5 +415,5 @@ class Trace:
         return trace_to_dict(self)
 
     def to_json(self) -> str:
-        return dumps(self.to_dict())
+        return dumps_records(self.to_dict())
 

@@ -14,17 +14,63 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False)
 
 
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # the C encoder: no indent
+_NESTED = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).encode
+
+
+def dumps_records(obj: dict) -> str:
+    """:func:`dumps` for a trace-sized object, fast: one line per record in its lists of records.
+
+    The same value as ``dumps(obj)`` (a test holds ``json.loads`` of both equal) and as readable: each
+    candidate, decision or block on a line of its own, which greps and diffs well. ``json.dumps`` with an
+    indent falls back to its pure-Python encoder; at 10k candidates (15 MB) that was a quarter of a CLI
+    build.
+
+    >>> print(dumps_records({"query": "q", "decisions": [{"id": "a", "fate": "kept"}], "abstain": False}))
+    {
+      "query": "q",
+      "decisions": [
+        {"id": "a", "fate": "kept"}
+      ],
+      "abstain": false
+    }
+    """
+    lines = []
+    for key, value in obj.items():
+        head = f"  {_ONE_LINE(key)}: "
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            items = ",\n".join("    " + _ONE_LINE(v) for v in value)
+            lines.append(f"{head}[\n{items}\n  ]")
+        else:
+            lines.append(head + _NESTED(value).replace("\n", "\n  "))
+    return "{\n" + ",\n".join(lines) + "\n}" if lines else "{}"
+
+
+_FIELDS: dict = {}  # record class -> its field names (dataclasses.fields is slow when called per record)
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _names(record) -> tuple:
+    cls = type(record)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(record))
+    return names
+
+
 def _compact(record, keep=()) -> dict:
     """Fields of a record without the empty optional ones."""
     out = {}
-    for f in dataclasses.fields(record):
-        v = getattr(record, f.name)
-        if f.name in keep or not (v is None or v == {} or (f.name == "generated_id" and v is False)):
-            if dataclasses.is_dataclass(v):  # a nested record (Logged.sent)
+    for name in _names(record):
+        v = getattr(record, name)
+        if name in keep or not (v is None or v == {} or (name == "generated_id" and v is False)):
+            if isinstance(v, _SCALARS):
+                pass
+            elif dataclasses.is_dataclass(v):  # a nested record (Logged.sent)
                 v = _compact(v)
             elif isinstance(v, tuple):
                 v = [_compact(x) if dataclasses.is_dataclass(x) else x for x in v]
-            out[f.name] = v
+            out[name] = v
     return out
 
 
