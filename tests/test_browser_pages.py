@@ -202,6 +202,30 @@ def test_no_table_cell_shows_none_on_diagnose_for_a_logged_trace(browser, server
         context.close()
 
 
+def test_no_table_cell_shows_none_on_replay_for_the_sample_log(browser, server):
+    """Replay a log: the sample log replayed under a tight direct docs budget (opened by link), which loses
+    passages that logged answers cited; the likely regressions table has no "None" cell."""
+    from playwright.sync_api import expect
+
+    context = _context(browser)
+    try:
+        pg = _open(context, f"{server}/replay?budget=120", "h1")
+        pg.get_by_role("button", name="Replay").click()
+        expect(pg.get_by_role("heading", name="Likely regressions")).to_be_visible()
+        browserkit.wait_idle(pg, WAIT)
+        tables = pg.locator('[data-testid="stDataFrame"]')
+        tables.first.wait_for()  # the likely regressions: under this budget, cited passages are lost
+        browserkit.wait_idle(pg, WAIT)
+        for i in range(tables.count()):
+            tables.nth(i).scroll_into_view_if_needed()
+        drawn = _drawn(pg)
+        assert drawn  # the tables were drawn and read
+        assert [t for t, _ in drawn if t.strip() in ("None", "nan", "<NA>", "NaN")] == []
+        assert pg.locator('[data-testid="stException"]').count() == 0
+    finally:
+        context.close()
+
+
 @pytest.mark.timeout(1200)
 def test_every_reason_is_drawn_whole_and_no_cell_is_none(browser, server):
     """Every reason in the fates table is drawn whole (on one line, or wrapped over lines that all fit the
