@@ -83,9 +83,9 @@ def paint_headline_first(page: str) -> None:
 
     The browser draws a batch of elements together, and the plotly charts and the data grid cost it the most:
     sent with the headline, they hold the headline back until they are drawn too (seconds on a busy machine).
-    The first run stops here with an invisible component (``ctxui/paint``) whose frame, loaded after the
-    headline is drawn, sets its value: a widget change, so the full run that follows (every build cached) is
-    an ordinary rerun. (A fragment on a timer did this before; a click landing as its timer fired lost widget
+    The first run stops here with an invisible component (``ctxui/paint``) that sets its value once the page
+    shows the headline's numbers (at most 3 s later): a widget change, so the full run that follows (every
+    build cached) is an ordinary rerun. (A fragment on a timer did this before; a click landing as its timer fired lost widget
     values such as the query, a known Streamlit problem with timed fragments.) Not under AppTest, which has no
     browser to draw."""
     ss = st.session_state

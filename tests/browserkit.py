@@ -82,14 +82,20 @@ def running_app(script: str = "app.py", cwd=None):
 
 
 def wait_idle(pg, timeout: int) -> None:
-    """Wait until Streamlit reports no script run in progress and shows no stale element.
+    """Wait until Streamlit reports no script run in progress, shows no stale element, and the Debugger's
+    first paint has been followed by its full run.
 
     The status widget says "Running" only some time into a run; until the run is over, the elements it has
-    not redrawn yet are still there, marked data-stale. Call it after a sign that the run has started."""
+    not redrawn yet are still there, marked data-stale. Call it after a sign that the run has started. On a
+    session's first visit the Debugger's first run ends after the headline with a "Drawing the prompt map…"
+    caption, and the full run starts a frame or two later (``ctxui.summary.paint_headline_first``): between
+    the two the page looks idle, so the caption's presence counts as a run in progress."""
     pg.wait_for_function(
         """() => (!document.querySelector('[data-testid="stStatusWidget"]')
                   || !document.querySelector('[data-testid="stStatusWidget"]').innerText.includes('Running'))
-                 && !document.querySelector('[data-stale="true"]')""",
+                 && !document.querySelector('[data-stale="true"]')
+                 && ![...document.querySelectorAll('[data-testid="stCaptionContainer"]')].some(
+                        c => c.innerText.startsWith('Drawing the prompt map'))""",
         timeout=timeout)
 
 
