@@ -1,4 +1,5 @@
 from ctxcore import Candidate, Config, build
+from ctxcore.order import by_document
 
 
 def _doc():
@@ -38,3 +39,11 @@ def test_labels_follow_prompt_order_and_positions_are_one_based():
     assert [(d.id, d.label, d.position) for d in t.kept()] == [("a", "S1", 1), ("c", "S2", 2), ("b", "S3", 3)]
     assert t.prompt.text.index("[S1] source=a") < t.prompt.text.index("[S2] source=c") < t.prompt.text.index(
         "[S3] source=b")
+
+
+def test_document_order_puts_chunks_without_an_index_after_the_numbered_ones():
+    """Found by mutation testing (``order.by_document`` with its no-index-last key flipped survived): within a
+    document, chunks in source order, and a chunk whose place is unknown after those whose place is known."""
+    docs = {"a?": "A", "a1": "A", "a0": "A", "b0": "B"}
+    index = {"a?": None, "a1": 1, "a0": 0, "b0": 0}
+    assert by_document(["a?", "b0", "a1", "a0"], docs.get, index.get) == ["a0", "a1", "a?", "b0"]

@@ -244,3 +244,12 @@ def test_a_budget_of_exactly_what_everything_costs_keeps_everything():
     assert [d.id for d in exact.kept()] == ["c0", "c1", "c2"] and evidence_cost(exact) == 45
     short = build(cands, "q", Config(budget=44, label_overhead=4, order="rank"))
     assert [d.id for d in short.kept()] == ["c0", "c1"] and short.decision("c2").fate == "over_budget"
+
+
+def test_density_selection_takes_scored_passages_before_unscored_ones():
+    """Found by mutation testing (``select._density_order`` with its unscored-last key flipped survived): an
+    unscored candidate has no density to compare, so it waits until every scored one had its turn."""
+    cands = [Candidate("unscored", text_of_tokens(10, "cat"), None), Candidate("scored", text_of_tokens(10), 0.2)]
+    t = build(cands, "q", Config(budget=10, label_overhead=0, select="density"))
+    assert [d.id for d in t.kept()] == ["scored"]
+    assert t.decision("unscored").fate == "over_budget"
