@@ -26,17 +26,21 @@ _SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "ve", "so", "di", "pa", "gre",
               "mo", "zi", "qu", "fen"]
 
 
-def vocabulary(size: int, seed: int) -> list[str]:
-    """``size`` distinct made-up words of 2-5 syllables."""
-    rng = random.Random(seed)
-    out: list[str] = []
-    seen: set[str] = set()
-    while len(out) < size:
-        w = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 5)))
+def made_up_words(words: list[str], size: int, rng: random.Random, syllables) -> list[str]:
+    """``words`` followed by distinct made-up words of 2-5 ``syllables`` until there are ``size``."""
+    words = list(words)
+    seen = set(words)
+    while len(words) < size:
+        w = "".join(rng.choice(syllables) for _ in range(rng.randint(2, 5)))
         if w not in seen:
             seen.add(w)
-            out.append(w)
-    return out
+            words.append(w)
+    return words
+
+
+def vocabulary(size: int, seed: int) -> list[str]:
+    """``size`` distinct made-up words of 2-5 syllables."""
+    return made_up_words([], size, random.Random(seed), _SYLLABLES)
 
 
 def _prose_maker(seed: int) -> Callable[[random.Random], str]:

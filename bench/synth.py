@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import random
 
+from corpora import made_up_words
 from ctxcore import Candidate
 
 _TOPICS = ["refund", "shipping", "warranty", "invoice", "account", "password", "router", "subscription",
@@ -24,14 +25,7 @@ _SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "ve", "so", "di", "pa", "gre",
 
 
 def _vocabulary(size: int, rng: random.Random) -> list[str]:
-    words = list(_WORDS)
-    seen = set(words)
-    while len(words) < size:
-        w = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 5)))
-        if w not in seen:
-            seen.add(w)
-            words.append(w)
-    return words
+    return made_up_words(_WORDS, size, rng, _SYLLABLES)
 
 
 _VOCAB = _vocabulary(100_000, random.Random(1))

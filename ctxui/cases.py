@@ -8,6 +8,7 @@ only the settings changed since the case was opened.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Optional
 from urllib.parse import urlsplit, urlunsplit
 
@@ -71,7 +72,8 @@ def case_fields(loaded: Loaded, page: str) -> dict:
     }
 
 
-APP_PAGES = ("debugger", "diagnose", "compare", "replay", "cases", "learn", "budget")  # app.py's page paths
+# the app's page paths: Streamlit names each page of app.py's navigation after its file in pages/
+APP_PAGES = tuple(sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "pages").glob("*.py")))
 
 
 def case_url(current: str, case_id: str, page: str = "debugger") -> str:
