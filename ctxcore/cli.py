@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from typing import Optional
 
 from .answer import check_answer
@@ -18,6 +19,7 @@ from .explain import explain_text
 from .formats import load_run
 from .inspect import inspect_file, report_text
 from .loaders import load
+from .memo import one_shot
 from .pipeline import evidence_cost
 from .reading import decode, parse_json
 from .records import PRESETS, Config, Logged, Trace
@@ -273,7 +275,8 @@ def run(argv=None, out=sys.stdout) -> int:
         return _replay(args, out)
     if args.command == "inspect":
         return _inspect(args, out)
-    loaded, trace = _trace(args)
+    with one_shot() if args.command == "build" else nullcontext():  # no rebuild follows a build's output
+        loaded, trace = _trace(args)
     trace = attach(trace)  # a logged trace carries its sent context (logged.sent)
     if args.command == "build":
         text = {"json": trace.to_json, "prompt": lambda: trace.prompt.text}.get(args.format, lambda: table(trace))()

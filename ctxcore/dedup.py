@@ -12,7 +12,7 @@ import math
 import sys
 from typing import Optional, Sequence
 
-from .memo import Memo
+from .memo import Memo, rebuilds_expected
 from .records import Decision, TraceWarning
 from .similarity import (Match, cosine_duplicates, digest, first_survivor, jaccard, near_duplicates,
                          near_duplicates_naive, shingles, similar_pairs, words)
@@ -136,7 +136,7 @@ def _memo_near(texts: tuple[str, ...], rows: list[int], similarity: str, thresho
     if swept is not None:
         return swept
     pairs, sets, lower = join_texts(texts, similarity, threshold, sets=joined[2] if joined else None,
-                                    reach_below=True)
+                                    reach_below=rebuilds_expected())
     if pairs is not None:
         return first_survivor(_among(_JOINS.keep(key, (lower, pairs, sets))[1], rows), threshold)
     if joined is None:

@@ -45,6 +45,30 @@ def _total_bytes() -> int:
     return _TOTAL
 
 
+_ONE_SHOT: ContextVar = ContextVar("ctxcore.memo.one_shot", default=False)
+
+
+@contextmanager
+def one_shot():
+    """Within this block no rebuild will follow (a CLI ``build``): stages skip the work they do only so
+    that a rebuild with other settings is cheap.
+
+    >>> with one_shot(): rebuilds_expected()
+    False
+    >>> rebuilds_expected()
+    True
+    """
+    token = _ONE_SHOT.set(True)
+    try:
+        yield
+    finally:
+        _ONE_SHOT.reset(token)
+
+
+def rebuilds_expected() -> bool:
+    return not _ONE_SHOT.get()
+
+
 INPUTS = 4  # candidate sets whose stage results are remembered (each app session has one at a time)
 _INPUT: ContextVar = ContextVar("ctxcore.memo.input", default=None)
 _RECENT: "OrderedDict[tuple, None]" = OrderedDict()  # the last INPUTS inputs, oldest first

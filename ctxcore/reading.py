@@ -197,7 +197,7 @@ def candidate(item, i: int, label: str, where: dict, taken, make: Callable) -> t
     text = item["text"]
     if not isinstance(text, str):
         bad("text", f"must be a string, found {json_type(text)}")
-    if _SURROGATE.search(text):
+    if not text.isascii() and _SURROGATE.search(text):  # isascii reads a flag: no scan of an ASCII text
         bad("text", "contains a lone surrogate (an escaped \\ud800-\\udfff), which is not valid Unicode")
     cid, generated = item.get("id"), False
     if cid is None or cid == "":
@@ -209,7 +209,7 @@ def candidate(item, i: int, label: str, where: dict, taken, make: Callable) -> t
     cid = str(cid)
     if _CONTROL.search(cid):
         bad("id", "contains control characters")
-    if _SURROGATE.search(cid):
+    if not cid.isascii() and _SURROGATE.search(cid):
         bad("id", "contains a lone surrogate (an escaped \\ud800-\\udfff), which is not valid Unicode")
     score = item.get("score")
     if score is not None:
@@ -243,7 +243,7 @@ def candidate(item, i: int, label: str, where: dict, taken, make: Callable) -> t
                 v = str(v)
             else:
                 bad(f, f"must be a string, found {json_type(v)}")
-        if isinstance(v, str) and _SURROGATE.search(v):
+        if isinstance(v, str) and not v.isascii() and _SURROGATE.search(v):
             bad(f, "contains a lone surrogate (an escaped \\ud800-\\udfff), which is not valid Unicode")
         strings[f] = v or None
     metadata = item.get("metadata") or {}

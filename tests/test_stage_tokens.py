@@ -59,3 +59,32 @@ def test_piece_token_spans_are_the_character_offset_spans(pieces, encoding):
         expected.append((bisect_left(offsets, at), bisect_left(offsets, at + len(p))))
         at += len(p)
     assert tok.piece_tokens(pieces) == (expected, len(tok.encode(text)))
+
+
+# Texts that meet the separator at the boundaries where cl100k's and o200k's pre-tokenizing patterns look
+# past a character: trailing whitespace (``\s++$``), punctuation before newlines (``[\r\n]*``), a letter
+# run that takes one leading symbol, digit runs of three, contractions, and special-token look-alikes.
+_AWKWARD = ["", " ", "\n", "\n\n", "  trailing  ", "ends with a dot.", "dot then newline.\n", "!!!", "'s",
+            "'ll", "123", "1234567", "x", "<", "|>", "<|", "<|endoftext|>", "a<|endoftext|>b", "<|fim_prefix|>",
+            "endoftext|>", "tab\t", "\r\n", "Überweisung 3–5 Tage", "退款需要五个工作日。", "😀 emoji", "$5",
+            " leading space", "mixed\n  indent\n\tlines  \n"]
+
+
+@given(st.lists(st.one_of(st.sampled_from(_AWKWARD), st.text(alphabet=st.sampled_from(
+    list("ab1 .,!'\n\t\r<|>-é中😀")), max_size=12)), max_size=30),
+    st.sampled_from(["cl100k_base", "o200k_base"]))
+@settings(max_examples=300, deadline=None)
+def test_counting_texts_joined_equals_counting_each_alone(texts, encoding):
+    enc = get_tokenizer(encoding)._encoding
+    assert tokens.count_joined(enc, texts) == [len(enc.encode_ordinary(t)) for t in texts]
+
+
+def test_background_counting_in_slices_gives_every_text_its_own_count():
+    tok = get_tokenizer("cl100k_base")
+    texts = [f"{w} slice {i % 300}" * (i % 7) for i, w in enumerate(_AWKWARD * 40)]  # repeats and empties
+
+    class Small(tokens.Counting):
+        _SLICE_CHARS = 64  # dozens of slices, taken by both threads
+
+    assert len(tokens._slices(texts, Small._SLICE_CHARS)) > 50
+    assert Small(tok, texts).result() == [len(tok._encoding.encode_ordinary(t)) for t in texts]
