@@ -187,14 +187,18 @@ class Counting:
         cache = _counts(tok.name)
         self._tok, self._texts, self._cache = tok, texts, cache
         self._todo = list(dict.fromkeys(t for t in texts if t not in cache))
-        self._slices = iter(_slices(self._todo, self._SLICE_CHARS))  # next() is atomic: a slice goes to one thread
+        slices = _slices(self._todo, self._SLICE_CHARS)
+        self._array = len(slices) >= _ARRAY_FROM
+        if self._array:
+            import numpy  # noqa: F401 - loaded here, not mid-count in the helper (a small build never loads it)
+        self._slices = iter(slices)  # next() is atomic: a slice goes to one thread
         self._counts = [0] * len(self._todo)
         self._helper = _COUNTER.submit(self._work) if self._todo else None
 
     def _work(self) -> None:
         todo, counts, encoding = self._todo, self._counts, self._tok._encoding
         for start, end in self._slices:
-            counts[start:end] = (count_joined(encoding, todo[start:end]) if encoding is not None
+            counts[start:end] = (count_joined(encoding, todo[start:end], self._array) if encoding is not None
                                  else [_approximate(t) for t in todo[start:end]])
 
     def result(self) -> list[int]:
@@ -226,9 +230,10 @@ def _slices(texts: list[str], chars: int) -> list[tuple[int, int]]:
 
 
 _SEPARATOR = "<|endoftext|>"
+_ARRAY_FROM = 4  # slices from which counting reads the tokens as a numpy array, not a list of ints
 
 
-def count_joined(encoding, texts: list[str]) -> list[int]:
+def count_joined(encoding, texts: list[str], array: bool = False) -> list[int]:
     """``[len(encoding.encode_ordinary(t)) for t in texts]`` in one call to the tokenizer.
 
     The texts are joined by the end-of-text special token. tiktoken splits its
@@ -236,7 +241,8 @@ def count_joined(encoding, texts: list[str]) -> list[int]:
     segment alone, so every text's tokens are exactly those it has by itself
     (tests hold the two equal on texts chosen to meet at awkward boundaries). A
     text holding ``<|`` could form or hide a special token at a join, and is
-    counted by itself.
+    counted by itself. With ``array`` the tokens come back as a numpy array (no Python int per token, for
+    large inputs); else as a list, so a small build does not load numpy.
 
     >>> enc = get_tokenizer("cl100k_base")._encoding
     >>> texts = ["Refunds take 5 days.", "", "  trailing  ", "<|endoftext|> literal"]
@@ -245,8 +251,17 @@ def count_joined(encoding, texts: list[str]) -> list[int]:
     """
     alone = {i: len(encoding.encode_ordinary(t)) for i, t in enumerate(texts) if "<|" in t}
     rest = [t for i, t in enumerate(texts) if i not in alone] if alone else texts
-    tokens = encoding.encode_to_numpy(_SEPARATOR.join(rest), allowed_special={_SEPARATOR}, disallowed_special=())
-    ends = (tokens == encoding.eot_token).nonzero()[0].tolist() + [len(tokens)]
+    joined, eot = _SEPARATOR.join(rest), encoding.eot_token
+    if array:
+        tokens = encoding.encode_to_numpy(joined, allowed_special={_SEPARATOR}, disallowed_special=())
+        ends = (tokens == eot).nonzero()[0].tolist()
+    else:
+        tokens = encoding.encode(joined, allowed_special={_SEPARATOR}, disallowed_special=())
+        ends, at = [], -1
+        for _ in range(len(rest) - 1):
+            at = tokens.index(eot, at + 1)  # a scan in C: one Python step per text, not per token
+            ends.append(at)
+    ends.append(len(tokens))
     counts = iter([e - s - 1 for s, e in zip([-1] + ends, ends)])
     return [alone[i] if i in alone else next(counts) for i in range(len(texts))]
 
