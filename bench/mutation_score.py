@@ -64,8 +64,9 @@ def main(argv=None) -> int:
         score = f"{c['caught'] / judged:.0%}" if judged else "-"
         print(f"{module:24} {c['caught']:7} {c['survived']:9} {c['no tests']:9} {score:>7} {c['not checked']:12}")
     judged = sum(n for k, n in total.items() if k not in ("skipped", "not checked"))
-    print(f"{'all':24} {total['caught']:7} {total['survived']:9} {total['no tests']:9} "
-          f"{total['caught'] / max(judged, 1):7.0%} {total['not checked']:12}")
+    score = f"{total['caught'] / judged:.0%}" if judged else "-"
+    print(f"{'all':24} {total['caught']:7} {total['survived']:9} {total['no tests']:9} {score:>7} "
+          f"{total['not checked']:12}")
     return 0
 
 
