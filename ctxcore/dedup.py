@@ -12,6 +12,7 @@ import math
 import sys
 from typing import Optional, Sequence
 
+from . import wordsets  # numpy is imported only when its paths run (wordsets._Numpy)
 from .memo import Memo, rebuilds_expected
 from .records import Decision, TraceWarning
 from .similarity import (Match, cosine_duplicates, digest, first_survivor, jaccard, near_duplicates,
@@ -50,13 +51,6 @@ _SWEEP_FROM = 1_000_000
 _DENSE_FROM = 200_000
 
 
-def _vectorised():
-    """The numpy join (:mod:`ctxcore.wordsets`), loaded only for inputs large enough to pay for numpy."""
-    from . import wordsets  # late: importing numpy costs a small CLI build more than its whole join
-
-    return wordsets
-
-
 def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=None, reach_below: bool = False):
     """The similarity self-join of ``texts`` under a set measure: (pairs, word sets, lowest similarity
     the pairs go down to).
@@ -70,10 +64,8 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
     n = len(texts)
     if sets is None and similarity in _MEASURES and (
             n >= _VECTORISED_FROM or (n >= _VECTORISED_LOADED and "numpy" in sys.modules)):
-        wordsets = _vectorised()
         sets = (wordsets.word_sets if similarity == "words" else wordsets.shingle_sets)(texts)  # None: too varied
     if sets is not None:
-        wordsets = _vectorised()
         cost = wordsets.join_size(sets, threshold)
         if cost > _DENSE_FROM and wordsets.dense_cost(sets, threshold) < cost:
             return None, sets, threshold
@@ -106,7 +98,6 @@ def _sweep(sets, threshold: float, rows: Optional[list[int]] = None) -> list[Mat
     """Near-dedup of all the sets, or of those in ``rows``, from the survivors forward: on bit rows
     (:func:`ctxcore.wordsets.dense_sweep`) where that costs less than the join would, else
     :func:`ctxcore.wordsets.sweep`."""
-    wordsets = _vectorised()
     sets = sets if rows is None else wordsets.subset(sets, rows)
     if wordsets.dense_cost(sets, threshold) < wordsets.join_size(sets, threshold):
         return wordsets.dense_sweep(sets, threshold)

@@ -1,38 +1,57 @@
 """The word sets of many texts at once, and their similarity self-join, in numpy.
 
-The same sets and the same pairs as :func:`ctxcore.similarity.words` and
-:func:`ctxcore.similarity.similar_pairs`, exactly (tests compare them), for inputs
-large enough that a Python loop over every word would cost more than counting
-the tokens does.
+The same sets and the same pairs as :func:`ctxcore.similarity.words` and :func:`ctxcore.similarity.similar_pairs`,
+exactly (tests compare them), for inputs large enough that a Python loop over every word would cost more than
+counting the tokens does.
 
-A word is a run of ``[a-z0-9]`` in the lower-cased text. Words of up to twelve
-characters are written as base-37 numbers with digits 1..36, which is
-injective and fits in 63 bits; longer words get ids from a dictionary. No
-hashing, so two different words can never be taken for one. Shingle sets
-(:func:`shingle_sets`) are numbered in the same exact way, and the join and the sweep
-work on either.
+A word is a run of ``[a-z0-9]`` in the lower-cased text. Words of up to twelve characters are written as base-37
+numbers with digits 1..36, which is injective and fits in 63 bits; longer words get ids from a dictionary. No
+hashing, so two different words can never be taken for one. Shingle sets (:func:`shingle_sets`) are numbered in
+the same exact way, and the join and the sweep work on either.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Optional, Sequence
-
-import numpy as np
 
 from .similarity import Match, first_survivor
 
-_CODES = np.zeros(256, dtype=np.uint8)
-_CODES[np.frombuffer(b"0123456789abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)] = np.arange(1, 37)
+
+class _Numpy:
+    """numpy, imported on first read: a build of a few hundred texts never needs it, and importing it would
+    cost more than that build's near-dedup. The first read puts numpy itself in this module's globals."""
+
+    def __getattr__(self, name):
+        import numpy
+        globals()["np"] = numpy
+        return getattr(numpy, name)
+
+
+np = _Numpy()
+
+
+@functools.cache
+def _tables() -> SimpleNamespace:
+    """The lookup arrays (a digit per byte, byte masks, each byte's bits and their count), made on first use."""
+    codes = np.zeros(256, dtype=np.uint8)
+    codes[np.frombuffer(b"0123456789abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)] = np.arange(1, 37)
+    return SimpleNamespace(
+        codes=codes, masks=np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64),
+        bits=np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.float64),
+        byte_bits=np.array([bin(b).count("1") for b in range(256)], dtype=np.uint8))
+
+
+_LONG, _37_4 = 1 << 63, 37 ** 4  # plain ints: numpy takes them at the dtype of the uint64 arrays they meet
+_EVERY_OTHER_BYTE, _EVERY_OTHER_PAIR = 0x00FF00FF00FF00FF, 0x0000FFFF0000FFFF
 _PACKED = 12            # 37**12 < 2**63
-_LONG = np.uint64(1 << 63)
-_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
-_37_4 = np.uint64(37 ** 4)
 _BATCH = 500_000        # candidate pairs filtered at a time: bounds memory on texts that all look alike, and
                         # keeps each step's arrays small enough to stay in cache
 _HASH_BITS = 20        # buckets (2**20) the join counts candidate pairs in before sorting the few that may pass
-_MIX = np.uint64(0x9E3779B97F4A7C15)  # multiplicative hashing (the word sets' sort uses it too)
+_MIX = 0x9E3779B97F4A7C15  # multiplicative hashing (the word sets' sort uses it too)
 _GROUP = 64             # open rows a sweep step settles at once: one bit each in a word's uint64 mask
 _FIRST = 8              # ... in its first step, doubling after each
 _ROWS = 16_384          # rows a sweep step compares at once
@@ -74,7 +93,8 @@ def word_sets(texts: Sequence[str]) -> WordSets:
     text_starts = np.zeros(len(texts), dtype=np.int64)
     np.cumsum(lengths[:-1] + 1, out=text_starts[1:])
 
-    codes = np.concatenate([_CODES[np.frombuffer(blob, dtype=np.uint8)], np.zeros(16, dtype=np.uint8)])
+    tables = _tables()
+    codes = np.concatenate([tables.codes[np.frombuffer(blob, dtype=np.uint8)], np.zeros(16, dtype=np.uint8)])
     edges = np.diff((codes > 0).view(np.int8), prepend=np.int8(0))
     first = np.flatnonzero(edges == 1)
     length = np.flatnonzero(edges == -1) - first
@@ -84,8 +104,8 @@ def word_sets(texts: Sequence[str]) -> WordSets:
 
     # eight codes at a time, read as one little-endian integer; bytes past the word are masked to zero
     window = np.ndarray((len(codes) - 7,), dtype="<u8", buffer=codes, strides=(1,))
-    head = _base37(window[first] & _MASKS[np.minimum(length, 8)])
-    tail = _base37(window[first + 8] & _MASKS[np.clip(length - 8, 0, 4)]) // _37_4  # its first four digits
+    head = _base37(window[first] & tables.masks[np.minimum(length, 8)])
+    tail = _base37(window[first + 8] & tables.masks[np.clip(length - 8, 0, 4)]) // _37_4  # its first four digits
     key = head
     key *= _37_4
     key += tail
@@ -173,21 +193,11 @@ def _sets(key: np.ndarray, text: np.ndarray, n: int) -> WordSets:
     return WordSets(starts, ranked, sizes, vocabulary)
 
 
-_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.float64)
-_EVERY_OTHER_BYTE, _EVERY_OTHER_PAIR = np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF)
-
-
 def _base37(x: np.ndarray) -> np.ndarray:
     """Eight byte-sized digits (the first in the lowest byte) as one base-37 number, first digit highest."""
     x = (x & _EVERY_OTHER_BYTE) * np.uint64(37) + ((x >> np.uint64(8)) & _EVERY_OTHER_BYTE)
     x = (x & _EVERY_OTHER_PAIR) * np.uint64(37 ** 2) + ((x >> np.uint64(16)) & _EVERY_OTHER_PAIR)
     return (x & np.uint64(0xFFFFFFFF)) * np.uint64(37 ** 4) + (x >> np.uint64(32))
-
-
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (``np.unique`` without its slower paths)."""
-    values = np.sort(values)
-    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
 
 
 def _prefixes(sets: WordSets, threshold: float):
@@ -439,7 +449,7 @@ def _similarity(sets: WordSets, some: np.ndarray, rows: np.ndarray) -> np.ndarra
         # how many of each row's words carry each value of this byte, then whose bits those values hold
         width = min(8, len(some) - 8 * byte)
         held = np.bincount(owner << width | value, minlength=len(rows) << width).reshape(len(rows), 1 << width)
-        shared[:, 8 * byte:8 * byte + width] = held @ _BITS[:1 << width, :width]
+        shared[:, 8 * byte:8 * byte + width] = held @ _tables().bits[:1 << width, :width]
     return shared / (sets.sizes[rows][:, None] + sets.sizes[some][None, :] - shared)
 
 
@@ -453,13 +463,12 @@ _DENSE_CELLS = 1 << 21   # (row, survivor, word) cells a comparison step holds a
 # comparison (measured on the prose and templated corpora of bench/corpora.py: about 40 ns against 2.5)
 _DENSE_CELL_COST = 1 / 16
 
-if hasattr(np, "bitwise_count"):  # numpy 2
-    _popcount = np.bitwise_count
-else:  # pragma: no cover - numpy 1.26
-    _BYTE_BITS = np.array([bin(b).count("1") for b in range(256)], dtype=np.uint8)
 
-    def _popcount(x: np.ndarray) -> np.ndarray:
-        return _BYTE_BITS[x.view(np.uint8)].reshape(x.shape + (8,)).sum(axis=-1, dtype=np.uint8)
+def _popcount(x: np.ndarray) -> np.ndarray:
+    """Set bits of each element: numpy 2's ``bitwise_count``, else a byte table (numpy 1.26)."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x)
+    return _tables().byte_bits[x.view(np.uint8)].reshape(x.shape + (8,)).sum(axis=-1, dtype=np.uint8)
 
 
 def bit_rows(sets: WordSets) -> np.ndarray:
