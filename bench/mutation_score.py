@@ -3,6 +3,11 @@
     mutmut run --max-children 2            # about two hours on 2 cores; see README, "Testing"
     python bench/mutation_score.py         # the table below, from what has been checked so far
     python bench/mutation_score.py --survivors answer   # the surviving mutants of one module, to review
+    python bench/mutation_score.py --survivors answer --diff   # each with its diff
+
+Mutants reviewed as equivalent (no input tells them from the original) are listed in
+``bench/mutation_equivalent.txt``, one per line as ``NAME  # why``; they are left out of the score and counted
+in their own column, and a listed name that is no longer a survivor is reported so the list cannot go stale.
 
 Killed and timed-out mutants count as caught, as in mutmut's own score; survivors, mutants no selected
 test reaches and suspicious ones count against it; mutants not yet checked are left out (and counted in
@@ -17,10 +22,28 @@ import glob
 import json
 import os
 
+from mutmut.mutation.diff_apply import get_diff_for_mutant
 from mutmut.stats import status_by_exit_code
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAUGHT = ("killed", "timeout")
+EQUIVALENT = os.path.join(ROOT, "bench", "mutation_equivalent.txt")
+
+
+def equivalents(path: str = EQUIVALENT) -> dict[str, str]:
+    """Mutant name -> the one-line reason it is equivalent, from the reviewed list."""
+    out = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                name, sep, why = line.partition("#")
+                if not sep or not why.strip():
+                    raise SystemExit(f"{path}, line {n}: an equivalent mutant needs its reason after '#'")
+                out[name.strip()] = why.strip()
+    return out
 
 
 def status(code) -> str:
@@ -43,31 +66,50 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mutants", default=os.path.join(ROOT, "mutants"))
     ap.add_argument("--survivors", metavar="MODULE", help="list the surviving mutants of this module (e.g. answer)")
+    ap.add_argument("--diff", action="store_true", help="with --survivors: print each survivor's diff")
     args = ap.parse_args(argv)
     found = results(args.mutants)
     if not found:
         print(f"no mutmut results under {args.mutants}: run `mutmut run` first")
         return 1
+    same = equivalents()
     if args.survivors:
         for module, codes in found.items():
-            if module.split(".")[-1] == args.survivors:
-                for name, code in codes.items():
-                    if status(code) not in ("caught", "skipped", "not checked"):
-                        print(f"{status(code):9}  {name}")
+            if module.split(".")[-1] != args.survivors:
+                continue
+            for name, code in codes.items():
+                if status(code) in ("caught", "skipped", "not checked") or name in same:
+                    continue
+                print(f"{status(code):9}  {name}")
+                if args.diff:
+                    print(_diff(name, os.path.join(os.path.dirname(args.mutants), *module.split(".")) + ".py"))
         return 0
     total = collections.Counter()
-    print(f"{'module':24} {'caught':>7} {'survived':>9} {'no tests':>9} {'score':>7} {'not checked':>12}")
+    print(f"{'module':24} {'caught':>7} {'survived':>9} {'no tests':>9} {'equivalent':>11} {'score':>7} "
+          f"{'not checked':>12}")
     for module, codes in found.items():
-        c = collections.Counter(status(code) for code in codes.values())
+        c = collections.Counter("equivalent" if name in same and status(code) == "survived" else status(code)
+                                for name, code in codes.items())
         total.update(c)
-        judged = sum(n for k, n in c.items() if k not in ("skipped", "not checked"))
-        score = f"{c['caught'] / judged:.0%}" if judged else "-"
-        print(f"{module:24} {c['caught']:7} {c['survived']:9} {c['no tests']:9} {score:>7} {c['not checked']:12}")
-    judged = sum(n for k, n in total.items() if k not in ("skipped", "not checked"))
-    score = f"{total['caught'] / judged:.0%}" if judged else "-"
-    print(f"{'all':24} {total['caught']:7} {total['survived']:9} {total['no tests']:9} {score:>7} "
-          f"{total['not checked']:12}")
+        print(f"{module:24} {c['caught']:7} {c['survived']:9} {c['no tests']:9} {c['equivalent']:11} "
+              f"{_score(c):>7} {c['not checked']:12}")
+    print(f"{'all':24} {total['caught']:7} {total['survived']:9} {total['no tests']:9} {total['equivalent']:11} "
+          f"{_score(total):>7} {total['not checked']:12}")
+    every = {name: code for codes in found.values() for name, code in codes.items()}
+    stale = sorted(n for n in same if n not in every or status(every[n]) != "survived")
+    if stale:
+        print(f"listed as equivalent but not a survivor now ({len(stale)}): " + ", ".join(stale))
     return 0
+
+
+def _score(c: collections.Counter) -> str:
+    """Caught over everything judged, equivalents and unchecked mutants left out."""
+    judged = sum(n for k, n in c.items() if k not in ("skipped", "not checked", "equivalent"))
+    return f"{c['caught'] / judged:.1%}" if judged else "-"
+
+
+def _diff(name: str, path: str) -> str:
+    return get_diff_for_mutant(name, path=os.path.relpath(path, ROOT))
 
 
 if __name__ == "__main__":
