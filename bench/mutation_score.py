@@ -82,7 +82,7 @@ def main(argv=None) -> int:
                     continue
                 print(f"{status(code):9}  {name}")
                 if args.diff:
-                    print(_diff(name, os.path.join(os.path.dirname(args.mutants), *module.split(".")) + ".py"))
+                    print(_diff(name, os.path.join(*module.split(".")) + ".py", args.mutants))
         return 0
     total = collections.Counter()
     print(f"{'module':24} {'caught':>7} {'survived':>9} {'no tests':>9} {'equivalent':>11} {'score':>7} "
@@ -96,9 +96,9 @@ def main(argv=None) -> int:
     print(f"{'all':24} {total['caught']:7} {total['survived']:9} {total['no tests']:9} {total['equivalent']:11} "
           f"{_score(total):>7} {total['not checked']:12}")
     every = {name: code for codes in found.values() for name, code in codes.items()}
-    stale = sorted(n for n in same if n not in every or status(every[n]) != "survived")
+    stale = sorted(n for n in same if n not in every or status(every[n]) not in ("survived", "not checked"))
     if stale:
-        print(f"listed as equivalent but not a survivor now ({len(stale)}): " + ", ".join(stale))
+        print(f"listed as equivalent but caught or gone ({len(stale)}): " + ", ".join(stale))
     return 0
 
 
@@ -108,8 +108,14 @@ def _score(c: collections.Counter) -> str:
     return f"{c['caught'] / judged:.1%}" if judged else "-"
 
 
-def _diff(name: str, path: str) -> str:
-    return get_diff_for_mutant(name, path=os.path.relpath(path, ROOT))
+def _diff(name: str, path: str, mutants: str) -> str:
+    """The mutant's diff; mutmut reads ``mutants/PATH`` from the folder that holds ``mutants``."""
+    here = os.getcwd()
+    os.chdir(os.path.dirname(os.path.abspath(mutants)))
+    try:
+        return get_diff_for_mutant(name, path=path)
+    finally:
+        os.chdir(here)
 
 
 if __name__ == "__main__":

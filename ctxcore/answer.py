@@ -175,13 +175,9 @@ def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *,
             detail = f"not verbatim in {', '.join(f'[{x}]' for x in labels) or 'any passage'}"
         checks.append(Check(f"“{quote}”", "quote", "from_dropped" if lost and not elsewhere else "not_in_passage",
                             detail, tuple(lost)))
-    seen_numbers = set()
     asked = _numbers(trace.query)
     kept_numbers = set().union(*(_numbers(t) for _, t in passages.values())) if passages else set()
     for n in sorted(_numbers(answer), key=lambda x: (len(x), x)):
-        if n in seen_numbers:
-            continue
-        seen_numbers.add(n)
         if n in asked and n not in kept_numbers:
             checks.append(Check(n, "number", "ok", "restates the question"))
             continue
@@ -264,8 +260,9 @@ def _fate_checks(trace: Trace, answer: str, sent: Sent, passages: dict, cite, ch
 _INSTRUCTION = re.compile(r"\b(?:ignore|disregard|forget|override)\b|(?:^|\n)\s*(?:system|assistant|developer)\s*:"
                           r"|\[/?INST\]|###\s*(?:system|instruction)", re.IGNORECASE)
 _DISTINCT = re.compile(r"https?://\S+|[\w.+-]+@[\w-]+\.[\w.]+|\b[A-Z]{2,}[-_]?\d{2,}\b|\b\d[\d,.]*\b")
-_GENERIC = frozenset("ignore previous instructions instruction rules prompt system assistant developer tell always "
-                     "must customer customers user users answer reply respond say".split())
+# as content words (stemmed), so that they can be taken out of the instruction's
+_GENERIC = content_words("ignore previous instructions instruction rules prompt system assistant developer tell always "
+                         "must customer customers user users answer reply respond say")
 
 
 def follows_instruction(passage: str, answer: str, question_words=frozenset()) -> bool:

@@ -73,7 +73,10 @@ def budget_needed(case: Case, cid: str, docs: int) -> Optional[int]:
     ceiling = max(docs, first.budget.safe_input)
     hi = max(docs, min(sum(c.tokens or 0 for c in case.candidates) + 80 * len(case.candidates), ceiling))
     if not _kept(case.run(budget=hi), cid):
-        return None
+        # 80 tokens a label is a guess (a fixed label_overhead or a long source name costs more): the ceiling decides
+        if hi >= ceiling or not _kept(case.run(budget=ceiling), cid):
+            return None
+        hi = ceiling
     while lo < hi:
         mid = (lo + hi) // 2
         if _kept(case.run(budget=mid), cid):
@@ -203,7 +206,7 @@ def explain_text(trace: Trace, text: str, logged_prompt: Optional[str] = None,
         else:
             said = f"sent as {p.label or 'a passage'}, at position {p.position} of {len(sent.passages)}"
         result.append(Explanation(e.id, e.fate, e.stage, e.reason, e.fix, e.fix_verified,
-                                  f"{said}; the replay: {e.note}" if e.note else f"{said}; the replay: {e.fate}",
+                                  f"{said}; the replay: {e.note}",
                                   e.label, e.position, said))
     return result
 
@@ -292,7 +295,7 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
         if old_kept:
             t = case.run(prefer_newest=True)
             out.append(Finding("stale_version_kept", 3, f"an older version of {doc} is in the prompt",
-                               f"{', '.join(old_kept)} predate the newest version present",
+                               f"{', '.join(old_kept)} {'predates' if len(old_kept) == 1 else 'predate'} the newest version present",
                                {"prefer_newest": True}, all(not _kept(t, i) for i in old_kept), tuple(old_kept)))
         if new_lost:
             e = explain(trace, new_lost[0])

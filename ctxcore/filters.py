@@ -121,11 +121,6 @@ def _version_key(date_text, version):
     return None
 
 
-def unreadable_date(c) -> bool:
-    """True when the candidate carries a date that :func:`_when` cannot read."""
-    return bool(c.date) and version_key(c) is None
-
-
 _UNIT = r"(?:EUR|USD|GBP|CHF|€|\$|£|%|percent|(?:business |working |calendar )?(?:days?|hours?|weeks?|months?|years?))"
 _MONEY = r"(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?\b"
 # The definition: an amount is a currency then a number, or a number then a unit.

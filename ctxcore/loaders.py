@@ -177,19 +177,20 @@ _CSV_INT = ("chunk_index",)
 def _from_csv(text: str, source: str) -> Loaded:
     rows = csv_rows(text, source)
     header = [h.strip() for h in rows[0][1]] if rows else []
+    at = rows[0][0] if rows else 1  # the header's line: blank lines before it are skipped
     if len(header) > MAX_KEYS:
         raise InputError(f"the CSV header names {len(header)} columns; the limit is {MAX_KEYS}", source=source,
-                         line=1)
+                         line=at)
     if not any(header):
         raise InputError("the CSV header is empty; the first line must name the columns (text at least)",
-                         source=source, line=1)
+                         source=source, line=at)
     if "text" not in header:
         found = ", ".join(json.dumps(h, ensure_ascii=False) for h in header)[:200]
-        raise InputError(f"the CSV header has no 'text' column (found: {found})", source=source, line=1,
+        raise InputError(f"the CSV header has no 'text' column (found: {found})", source=source, line=at,
                          field="text")
     twice = sorted({h for h in header if h and header.count(h) > 1})
     if twice:
-        raise InputError("the column appears twice in the header", source=source, line=1, field=twice[0])
+        raise InputError("the column appears twice in the header", source=source, line=at, field=twice[0])
     items, lines = [], []
     for n, row in rows[1:]:
         if len(row) != len(header):

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from ctxcore import Candidate, get_tokenizer
+from ctxcore import Candidate, InputError, get_tokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Saved cases go to a throwaway folder in every test (and every app server a test starts), never the repository.
@@ -82,3 +82,16 @@ def rerun(at):
     assert not at.exception, [e.value for e in at.exception]
     assert not [e.value for e in at.error], [e.value for e in at.error]
     return at
+
+
+def input_error(call, *args, **kwargs) -> str:
+    """The one-line message of the InputError that ``call(*args, **kwargs)`` raises."""
+    with pytest.raises(InputError) as err:
+        call(*args, **kwargs)
+    return str(err.value)
+
+
+def same(got, expected):
+    """Equal, and equal in repr too: ``1`` where ``1.0`` belongs is a difference."""
+    assert got == expected
+    assert repr(got) == repr(expected)

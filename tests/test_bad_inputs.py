@@ -144,6 +144,7 @@ def test_library(name):
     check_library(CATALOGUE / name, EXPECTED[name])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("name", CASES)
 def test_cli(name):
@@ -209,6 +210,7 @@ def write_tiny_chunks(path: Path, n: int, variant: str = "sharing") -> None:
                                     "score": round((i % 997) / 997, 4)}) + "\n")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("ext", [".json", ".jsonl", ".csv"])
 def test_one_megabyte_chunk(tmp_path, ext):
@@ -264,6 +266,7 @@ def test_too_many_chunks_are_refused_quickly(tmp_path):
     print(f"[timing] {MAX_CANDIDATES + 1} tiny chunks (.csv): CLI refused in {took:.2f}s")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(20)
 def test_a_file_over_the_size_limit_is_refused_before_reading(tmp_path):
     from ctxcore.limits import MAX_BYTES
@@ -279,6 +282,7 @@ def test_a_file_over_the_size_limit_is_refused_before_reading(tmp_path):
 DEEP = 10_000
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("where", ["top_level.json", "in_metadata.json", "second_line.jsonl", "in_config.json"])
 def test_deeply_nested_json(tmp_path, where):
@@ -299,6 +303,7 @@ def test_deeply_nested_json(tmp_path, where):
     check_cli(path, exp)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(20)
 def test_a_missing_file_is_one_clear_error(tmp_path):
     path = tmp_path / "does_not_exist.json"
@@ -307,6 +312,7 @@ def test_a_missing_file_is_one_clear_error(tmp_path):
     check_cli(path, exp)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(20)
 def test_a_directory_is_one_clear_error(tmp_path):
     exp = {"error": "cannot read the file"}

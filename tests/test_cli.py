@@ -1,14 +1,18 @@
 import json
 
+import pytest
+
 from conftest import cli
 
 
+@pytest.mark.slow
 def test_bad_setting_is_one_line_and_exit_2(seed_file):
     code, out, err = cli("build", seed_file, "--near-dup", "1.5")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "near_dup" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_bad_file_is_one_line_and_exit_2(tmp_path):
     p = tmp_path / "broken.jsonl"
     p.write_text('{"id": "a", "text": "x"}\n{"id": \n')
@@ -16,16 +20,19 @@ def test_bad_file_is_one_line_and_exit_2(tmp_path):
     assert code == 2 and err.startswith(f"error: {p}, line 2") and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_unknown_option_is_one_line(seed_file):
     code, _, err = cli("build", seed_file, "--frobnicate")
     assert code == 2 and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_prompt_format_prints_the_prompt(seed_file):
     code, out, _ = cli("build", seed_file, "--format", "prompt", "--query", "Where is my order?")
     assert code == 0 and out.rstrip().endswith("Question: Where is my order?")
 
 
+@pytest.mark.slow
 def test_every_setting_flag_reaches_the_config(seed_file, tmp_path):
     cfg = tmp_path / "settings.json"
     cfg.write_text(json.dumps({"min_score": 0.6, "order": "document"}))

@@ -25,6 +25,7 @@ def _ranked(corpus, n):
     return [Candidate(f"c{i}", t, round(1 - i / (2 * n), 6)) for i, t in enumerate(corpora.texts(corpus, n))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus", corpora.CORPORA)
 @pytest.mark.parametrize("once", [False, True], ids=["app", "cli-one-shot"])
 def test_stage_fates_at_2k_equal_the_all_pairs_definition(corpus, once):
@@ -55,6 +56,7 @@ def test_stage_fates_at_2k_equal_the_all_pairs_definition(corpus, once):
     assert sum(trace.decision(c.id).fate == "exact_duplicate" for c in cands) > 90
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus, dense", [("prose", False), ("templated", True)])
 @pytest.mark.parametrize("threshold", [0.5, 0.8, 0.95])
 def test_near_matches_at_2k_equal_the_definition(corpus, dense, threshold):
@@ -73,6 +75,7 @@ def _texts(vocabulary):
     return st.lists(st.lists(word, max_size=40).map(" ".join), max_size=60)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block, sub, cells", [(1024, 64, 1 << 21), (5, 2, 1), (1, 1, 3), (7, 64, 50)])
 @settings(max_examples=120, deadline=None)
 @given(data=st.data(), vocabulary=st.sampled_from([6, 60, 130, 190]), threshold=st.floats(0.01, 1.0))
@@ -88,6 +91,7 @@ def test_dense_sweep_equals_the_definition(block, sub, cells, data, vocabulary, 
     assert got == near_duplicates_naive([words(t) for t in texts], threshold)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(texts=_texts(12), threshold=st.sampled_from([0.25, 0.5, 0.6, 0.75, 0.8, 2 / 3, 1.0]))
 def test_dense_sweep_keeps_exact_ties(texts, threshold):
@@ -141,6 +145,7 @@ def test_word_sets_when_every_key_shares_one_hash(monkeypatch):
 
 # -- the stage on a templated corpus: warm rebuilds at other thresholds are fresh builds' traces
 
+@pytest.mark.slow
 def test_templated_rebuilds_across_thresholds_match_fresh_builds():
     cands = _ranked("templated", 1500)
     seen = {t: build(cands, "q", Config(budget=500, near_dup=t)).to_json() for t in (0.8, 0.5, 0.9, 0.8, 0.3)}

@@ -26,6 +26,7 @@ EXPECTED_FINDINGS = {
 FINDING_KEYS = {"kind", "severity", "title", "evidence", "fix", "fix_verified", "ids"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(EXPECTED_FINDINGS))
 def test_build_explain_and_check_answer_accept_every_format(name):
     path = TRACES / name
@@ -45,6 +46,7 @@ def test_build_explain_and_check_answer_accept_every_format(name):
         assert {(f["kind"], f["ids"][0]) for f in found if f["ids"]} == EXPECTED_FINDINGS[name]
 
 
+@pytest.mark.slow
 def test_explain_finds_the_cut_and_the_missing_passage_in_a_logged_prompt():
     code, out, _ = cli("explain", TRACES / "phoenix_truncated_prompt.json", "--format", "json")
     found = json.loads(out)
@@ -52,6 +54,7 @@ def test_explain_finds_the_cut_and_the_missing_passage_in_a_logged_prompt():
     assert ("not_sent", "kb-207#2") in {(f["kind"], f["ids"][0]) for f in found if f["ids"]}
 
 
+@pytest.mark.slow
 def test_check_answer_uses_the_logged_answer():
     code, out, err = cli("check-answer", TRACES / "phoenix_truncated_prompt.json", "--format", "json")
     assert code == 0, err
@@ -59,6 +62,7 @@ def test_check_answer_uses_the_logged_answer():
     assert claims == {"[1]": "ok", "[2]": "ok", "200": "ok", "450": "ok"}
 
 
+@pytest.mark.slow
 def test_no_retriever_span_is_one_clear_line():
     code, _, err = cli("build", TRACES / "phoenix_no_retriever.json")
     assert code == 2 and "retriever" in err.lower() and err.count("\n") == 1
@@ -90,6 +94,7 @@ def test_diagnose_page_shows_findings_search_answer_and_logged_versus_replay():
     assert list(found["id"]) == ["kb-207#1"]
 
 
+@pytest.mark.slow
 def test_applying_a_verified_fix_changes_the_controls():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
     at.run()
@@ -124,6 +129,7 @@ def test_a_file_with_several_traces_lets_the_user_pick_one():
     assert [c.id for c in at.session_state["ctx.loaded"].candidates] == [c.id for c in second.candidates]
 
 
+@pytest.mark.slow
 def test_check_answer_follows_the_logged_systems_own_numbered_labels(tmp_path):
     answer = tmp_path / "answer.txt"
     answer.write_text('Yes [1]. "send a prepaid return label" [2]. See [7].')

@@ -75,6 +75,7 @@ def test_the_first_finding_is_the_expected_root_cause_with_its_fix_proved(name):
     assert all(f.role == "note" for f in dx.findings if f.severity == 1)
 
 
+@pytest.mark.slow
 def test_cli_explain_json_returns_the_root_cause_first():
     code, out, err = cli("explain", CATALOGUE / "dup_crowd_oi_flat.jsonl", "--format", "json")
     assert code == 0, err
@@ -86,6 +87,7 @@ def test_cli_explain_json_returns_the_root_cause_first():
     assert found[0]["after"]["fate"] == "kept"
 
 
+@pytest.mark.slow
 def test_cli_check_answer_reports_the_outdated_citation_and_number():
     code, out, err = cli("check-answer", CATALOGUE / "outdated_oi_flat.jsonl", "--format", "json")
     assert code == 0, err
@@ -116,6 +118,7 @@ def test_the_sent_context_of_a_logged_trace():
     assert old.sent.passage("approval-v2").superseded_by is None
 
 
+@pytest.mark.slow
 def test_logged_sent_is_in_the_trace_json_the_schema_and_reads_back():
     code, out, err = cli("build", CATALOGUE / "buried_oi_nested.json", "--format", "json")
     assert code == 0, err
@@ -142,6 +145,7 @@ def test_the_logged_answer_is_found_wherever_the_format_puts_it(name, shape):
     assert "{" not in answer, (shape, answer)
 
 
+@pytest.mark.slow
 def test_explain_text_says_first_whether_it_was_sent():
     trace = load(CATALOGUE / "dup_crowd_oi_flat.jsonl").build()
     (e,) = explain_text(trace, "photo of the damage")
@@ -236,6 +240,7 @@ def test_every_kind_is_documented_in_the_readme():
 
 # scale -------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_verification_reruns_are_bounded_at_scale():
     cands = [Candidate(f"c{i}", f"passage {i} about topic {i % 97} with words w{i % 13} w{i % 7} refunds", 1 - i / 4000)
              for i in range(3000)]
@@ -309,6 +314,7 @@ def test_a_sample_opens_in_its_failure_state_and_apply_resolves_it():
     assert "position" in metrics["After: returns-shipping-damaged in the replay"]
 
 
+@pytest.mark.slow
 def test_the_page_is_interactive_with_3000_candidates(tmp_path):
     """A hang guard, not a timing: the page's runs (upload, then a search) each finish within AppTest's timeout,
     because the diagnosis proves only the passages its causes name."""

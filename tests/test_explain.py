@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from conftest import cli, text_of_tokens
 
 from ctxcore import Candidate, Config, Inputs, build, load
@@ -63,6 +65,7 @@ def test_exact_duplicate_says_where_its_text_is():
     assert explain(t, "y").note == "its text is identical to x, which is in the prompt as [S1]"
 
 
+@pytest.mark.slow
 def test_cli_explain_find_json_contract():
     code, out, err = cli("explain", "sample_data/04_stale_policy.json", "--no-prefer-newest", "--find", "500 EUR",
                          "--format", "json")
@@ -165,6 +168,7 @@ def test_abstention_is_recognised():
     assert [c.verdict for c in checks] == ["abstained"]
 
 
+@pytest.mark.slow
 def test_cli_check_answer(tmp_path):
     p = tmp_path / "answer.txt"
     p.write_text("Yes, approval is needed [S9].")

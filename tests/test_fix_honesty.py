@@ -93,6 +93,7 @@ def _sample(name: str, extra: tuple):
     return trace, {d.id: explain(trace, d.id) for d in trace.decisions}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,extra", CASES, ids=[f"{n}{e or ''}" for n, e in CASES])
 def test_every_sample_fix_is_verified_exactly_when_a_rebuild_keeps_it(name, extra):
     trace, explanations = _sample(name, tuple(extra.items()))

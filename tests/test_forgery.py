@@ -216,6 +216,7 @@ def test_sample_prompts_without_forgeries_are_byte_identical_to_before(path, mon
     assert now.warnings == before.warnings
 
 
+@pytest.mark.slow
 def test_the_openers_are_every_character_that_folds_to_a_structure_start():
     found = {chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000
              and ("<" in fold_char(chr(c)) or "[" in fold_char(chr(c)))}

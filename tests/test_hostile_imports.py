@@ -51,6 +51,7 @@ def refused(data: bytes, name: str) -> str:
     return message
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_100k_spans_in_one_trace_import_in_linear_time():
     data = one_long_run(100_000)
@@ -63,6 +64,7 @@ def test_100k_spans_in_one_trace_import_in_linear_time():
     assert "spans not used: TOOL 'tool 3'" in " ".join(loaded.warnings)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_retrievers_under_a_long_parent_chain_are_found_in_linear_time():
     """Each retriever hangs off a deeper link of one chain: its ancestors are walked once, not once per retriever."""
@@ -76,6 +78,7 @@ def test_retrievers_under_a_long_parent_chain_are_found_in_linear_time():
     assert f"{links} retriever spans: their documents are combined in time order" in loaded.warnings
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_sparse_columns_orient_table_builds_only_its_cells():
     """pandas ``to_json(orient="columns")`` where each of 5,000 columns names a row of its own: 5,000 cells,
@@ -105,6 +108,7 @@ def test_too_many_columns_is_refused_before_any_row_is_built():
     assert f"a table of {MAX_KEYS + 2} columns; the limit is {MAX_KEYS}" in message and "field 'columns'" in message
 
 
+@pytest.mark.slow
 def test_too_many_rows_in_a_columns_table_is_refused():
     data = {"span_kind": {f"r{i}": "TOOL" for i in range(MAX_SPANS + 1)}}
     message = refused(json.dumps(data).encode(), "tall.json")

@@ -470,6 +470,7 @@ def test_mlflow_traces_as_jsonl_pick_by_trace_id(tmp_path):
     assert formats.load_run(p, run=2).logged.trace_id == two["info"]["trace_id"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_many_spans_without_trace_links_group_in_linear_time(tmp_path):
     rows = read_jsonl("phoenix_multi.jsonl")[:3]

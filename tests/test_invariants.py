@@ -207,12 +207,14 @@ def check_history(t):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(candidates, configs, histories)
 def test_labels_run_s1_to_sk_in_prompt_order(cands, config, history):
     check_labels(build(cands, QUERY, config, Inputs(history=history)))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(candidates, configs)
 def test_duplicate_merge_and_stale_links_name_a_survivor_of_their_stage(cands, config):
@@ -225,12 +227,14 @@ def test_a_chunk_is_stale_only_when_strictly_older_than_the_newest_present(cands
     check_stale(build(cands, QUERY, config))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.one_of(trim_candidates, candidates), st.one_of(trim_configs, configs), histories)
 def test_the_final_trim_drops_only_passages_ranked_below_every_kept_one(cands, config, history):
     check_final_trim(build(cands, QUERY, config, Inputs(history=history)))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(candidates, configs, histories)
 def test_the_history_kept_is_the_newest_turns_that_fit(cands, config, history):

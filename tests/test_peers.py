@@ -85,6 +85,7 @@ def test_build_orders_nine_passages_lost_in_the_middle():
     assert [d.id for d in t.kept()] == ["c1", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c2"]
 
 
+@pytest.mark.slow
 def test_every_order_is_described_and_reachable_from_the_cli(tmp_path):
     meanings = dict(ctxcore.settings.BY_NAME["order"].meanings)
     assert "1 3 5 7 9 8 6 4 2" in meanings["lost-in-the-middle"]
@@ -169,6 +170,7 @@ def test_auto_holds_what_the_history_uses_and_keeps_the_same_turns(cl100k):
         assert not [d for d in auto.decisions if d.stage == "final_count"]
 
 
+@pytest.mark.slow
 def test_the_cli_budget_line_says_auto():
     code, out, _ = cli("build", str(ROOT / "sample_data" / "02_buried_in_middle.json"))
     line = next(l for l in out.splitlines() if l.startswith("budget:"))
@@ -337,6 +339,7 @@ def test_drop_unscored_drops_them_as_llamaindex_does():
     assert build(_mixed(), "q", Config(drop_unscored=True)).fate_counts()["kept"] == 5
 
 
+@pytest.mark.slow
 def test_drop_unscored_flag(tmp_path):
     path = tmp_path / "mixed.json"
     path.write_text(json.dumps([{"id": c.id, "text": c.text, **({"score": c.score} if c.score is not None else {})}

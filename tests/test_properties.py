@@ -3,6 +3,8 @@
 import os
 import re
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +37,7 @@ inputs = st.builds(Inputs, system=st.sampled_from(["", "You are a support agent.
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(candidates, configs, inputs)
 def test_invariants(cands, config, inp):
@@ -60,6 +63,7 @@ def test_invariants(cands, config, inp):
     assert load(t.to_json().encode(), name="trace.json").build().prompt.text == t.prompt.text
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(text, max_size=40), st.floats(0.05, 1.0))
 def test_near_dedup_equals_all_pairs_reference(texts, threshold):

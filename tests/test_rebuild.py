@@ -63,6 +63,7 @@ def test_one_setting_changed(name):
 changes = st.lists(st.sampled_from(sorted(OTHER)), min_size=1, max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(changes)
 def test_a_sequence_of_changes(names):

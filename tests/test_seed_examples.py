@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from conftest import SEED_TEXTS, cli, text_of_tokens
 
 from ctxcore import Candidate, Config, build, evidence_cost, window_budget
@@ -76,6 +78,7 @@ def test_compress_through_build_records_before_and_after():
     assert "holiday" not in t.prompt.text
 
 
+@pytest.mark.slow
 def test_cli_reproduces_the_budget_60_example(seed_file):
     code, out, err = cli("build", seed_file, "--budget", "60", "--label-overhead", "0", "--format", "json")
     assert code == 0, err
@@ -87,6 +90,7 @@ def test_cli_reproduces_the_budget_60_example(seed_file):
     assert fates["blog-holiday"] == "over_budget" and fates["policy-returns-near"] == "near_duplicate"
 
 
+@pytest.mark.slow
 def test_cli_table_names_every_fate(seed_file):
     code, out, _ = cli("build", seed_file, "--budget", "60", "--label-overhead", "0")
     assert code == 0

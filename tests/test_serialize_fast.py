@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from hypothesis import given, settings, strategies as st
 
 import ctxcore
@@ -23,6 +25,7 @@ record = st.dictionaries(text, value, max_size=5)
 top = st.dictionaries(text, st.one_of(value, st.lists(record, min_size=1, max_size=5)), max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(top)
 def test_the_fast_writer_parses_back_to_what_the_plain_writer_says(obj):

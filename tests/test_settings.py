@@ -33,6 +33,7 @@ def test_link_keys_and_flags_are_unique():
     assert len(links) == len(set(links)) and len(flags) == len(set(flags))
 
 
+@pytest.mark.slow
 def test_the_cli_offers_a_flag_for_every_setting():
     out = subprocess.run([sys.executable, "-m", "ctxcore", "build", "--help"], capture_output=True, text=True,
                          cwd=ROOT, timeout=60)
@@ -93,6 +94,7 @@ def test_sandwich_is_described_as_the_seed_defines_it():
     assert "weakest in the middle" not in BY_NAME["order"].meaning("sandwich")
 
 
+@pytest.mark.slow
 def test_every_setting_has_a_sidebar_control():
     from streamlit.testing.v1 import AppTest
 

@@ -1,7 +1,9 @@
 import random
 
-from ctxcore import Candidate, Config, build
-from ctxcore.dedup import near_duplicates, near_duplicates_naive, shingles, words
+import pytest
+
+from ctxcore import Candidate, Config, build, wordsets
+from ctxcore.dedup import _sweep, near_duplicates, near_duplicates_naive, shingles, words
 
 
 def test_exact_duplicate_keeps_the_higher_ranked_copy():
@@ -75,8 +77,18 @@ def _corpus(n, seed):
     return out
 
 
+@pytest.mark.slow
 def test_fast_near_dedup_equals_the_all_pairs_definition():
     for seed in range(40):
         sets = _corpus(120, seed)
         for t in (0.3, 0.5, 0.6, 0.75, 0.8, 0.9, 1.0):
             assert near_duplicates(sets, t) == near_duplicates_naive(sets, t), (seed, t)
+
+
+def test_the_sweep_is_near_dedup_from_the_survivors_forward():
+    texts = ["a b c d e", "a b c d e f", "x y z", "a b c d e f g"]
+    sets = wordsets.word_sets(texts)
+    # 1 ~ 0: 5 shared of 6; 3 ~ 0: 5 of 7; 3 ~ 1: 6 of 7, but 1 is a duplicate unless 0 is left out
+    assert _sweep(sets, 0.8) == [None, (0, 5 / 6), None, None]
+    assert _sweep(sets, 0.7) == [None, (0, 5 / 6), None, (0, 5 / 7)]
+    assert _sweep(sets, 0.8, rows=[1, 2, 3]) == [None, None, (0, 6 / 7)]

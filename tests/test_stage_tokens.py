@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +71,7 @@ _AWKWARD = ["", " ", "\n", "\n\n", "  trailing  ", "ends with a dot.", "dot then
             " leading space", "mixed\n  indent\n\tlines  \n"]
 
 
+@pytest.mark.slow
 @given(st.lists(st.one_of(st.sampled_from(_AWKWARD), st.text(alphabet=st.sampled_from(
     list("ab1 .,!'\n\t\r<|>-é中😀")), max_size=12)), max_size=30),
     st.sampled_from(["cl100k_base", "o200k_base"]), st.booleans())

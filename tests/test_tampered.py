@@ -65,6 +65,7 @@ def test_a_tampered_field_is_refused_by_name(change, field):
     assert err.value.field == field and "saved.json" in str(err.value)
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_nan_with_one_line_and_exit_2(tmp_path):
     data = saved()
     data["decisions"][1]["similarity"] = float("nan")
@@ -76,6 +77,7 @@ def test_the_cli_refuses_a_nan_with_one_line_and_exit_2(tmp_path):
     assert "decisions[1].similarity" in out.stderr
 
 
+@pytest.mark.slow
 def test_the_cli_replay_of_a_tampered_prompt_prints_the_rebuild(tmp_path):
     data = saved()
     data["prompt"]["text"] = "FORGED"

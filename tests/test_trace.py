@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from conftest import cli
 
 from ctxcore import Config, Trace, build, load, trace_from_json, trace_schema
@@ -11,6 +13,7 @@ def test_trace_round_trips_to_identical_json(seed_candidates):
     assert again == t and again.to_json() == t.to_json()
 
 
+@pytest.mark.slow
 def test_replaying_a_saved_trace_gives_the_same_prompt(seed_file, tmp_path):
     code, out, _ = cli("build", seed_file, "--budget", "60", "--order", "rank", "--format", "json")
     saved = tmp_path / "trace.json"
@@ -43,6 +46,7 @@ def test_blocks_tile_the_prompt_in_trust_order(seed_candidates):
     assert [b.label for b in t.blocks if b.label] == ["S1", "S2", "S3", "S4"]
 
 
+@pytest.mark.slow
 def test_schema_is_generated_and_describes_every_fate():
     schema = trace_schema()
     assert schema["properties"]["format"] == {"const": "ctxcore.trace/1"}
@@ -60,6 +64,7 @@ def test_trace_validates_against_its_schema(seed_candidates):
     jsonschema.validate(json.loads(t.to_json()), trace_schema())
 
 
+@pytest.mark.slow
 def test_byte_identical_across_processes_and_hash_seeds(seed_file):
     outs = set()
     for seed in ("0", "1", "12345"):
@@ -69,6 +74,7 @@ def test_byte_identical_across_processes_and_hash_seeds(seed_file):
     assert len(outs) == 1
 
 
+@pytest.mark.slow
 def test_loaded_trace_keeps_the_logged_trace(seed_file, tmp_path):
     code, out, _ = cli("build", seed_file, "--format", "json")
     p = tmp_path / "t.json"

@@ -25,6 +25,7 @@ def _shared_matrix(texts):
             for i in range(len(texts))]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(text, max_size=12))
 def test_word_sets_are_the_word_sets_of_the_definition(texts):
@@ -34,6 +35,7 @@ def test_word_sets_are_the_word_sets_of_the_definition(texts):
     assert _shared_matrix(texts) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(text, max_size=30), st.floats(0.05, 1.0))
 def test_self_join_equals_the_python_join(texts, threshold):
@@ -64,6 +66,7 @@ def _corpus(n, seed):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.95])
 def test_near_dedup_of_thousands_equals_all_pairs(threshold):
     texts = _corpus(1500, seed=int(threshold * 100))
@@ -81,6 +84,7 @@ def test_small_batches_give_the_same_pairs(monkeypatch):
     assert sum(map(len, whole)) > 20
 
 
+@pytest.mark.slow
 def test_stage_names_the_same_survivor_and_similarity_as_the_definition():
     texts = _corpus(1200, seed=11)
     cands = [Candidate(f"c{i}", t, round(1 - i / 2000, 4)) for i, t in enumerate(texts)]
@@ -111,6 +115,7 @@ def test_lower_threshold_rebuild_reuses_word_sets_and_matches_a_fresh_build():
 
 # -- the sweep: near-dedup from the survivors forward, for thresholds where the join meets most pairs
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group, pair_cost, rows", [(1, 40, 16_384), (3, 0, 5), (3, 10**9, 1), (64, 40, 7)])
 @settings(max_examples=150, deadline=None)
 @given(texts=st.lists(text, max_size=40), threshold=st.floats(0.01, 1.0))
@@ -125,6 +130,7 @@ def test_sweep_equals_the_definition(group, pair_cost, rows, texts, threshold):
     assert got == near_duplicates_naive([words(t) for t in texts], threshold)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [0.02, 0.1, 0.2, 0.3])
 def test_near_dedup_at_low_thresholds_sweeps_and_equals_all_pairs(threshold, monkeypatch):
     texts = _corpus(1500, seed=int(threshold * 100))
@@ -149,6 +155,7 @@ def test_sweep_settles_ten_thousand_rows_with_few_survivors():
     assert got[2:] == [(0, 0.2)] * 9_998
 
 
+@pytest.mark.slow
 def test_rebuilds_across_join_and_sweep_match_fresh_builds(monkeypatch):
     monkeypatch.setattr(dedup, "_SWEEP_FROM", 1_000_000)  # 1,200 chunks: under 0.35 the stage sweeps
     texts = _corpus(1200, seed=13)
@@ -164,6 +171,7 @@ def test_rebuilds_across_join_and_sweep_match_fresh_builds(monkeypatch):
     assert counts[0.05] > counts[0.3] > counts[0.9]
 
 
+@pytest.mark.slow
 def test_thresholds_down_to_half_reuse_the_first_join(monkeypatch):
     texts = _corpus(1200, seed=17)
     cands = [Candidate(f"c{i}", t, round(1 - i / 2000, 4)) for i, t in enumerate(texts)]
@@ -188,6 +196,7 @@ SPACES = [" ", "  ", "\t", "\n", "\xa0", "\u2028", "\u3000", "\x1c", "\x85"]
 chars = st.lists(st.sampled_from(list("abcAB ") + SPACES + ODD + ["\ud800", "\U0001f600x"]), max_size=14).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(chars, max_size=10))
 def test_shingle_sets_are_the_shingles_of_the_definition(texts):
@@ -198,12 +207,14 @@ def test_shingle_sets_are_the_shingles_of_the_definition(texts):
     assert got == [[len(dedup.shingles(a) & dedup.shingles(b)) for b in texts] for a in texts]
 
 
+@pytest.mark.slow
 def test_texts_with_too_many_distinct_characters_fall_back_to_python():
     texts = ["".join(map(chr, range(0x4E00 + 7000 * i, 0x4E00 + 7000 * (i + 1)))) for i in range(2)] + ["x"] * 600
     assert wordsets.shingle_sets(texts) is None  # 14,000 distinct characters: five do not fit in 63 bits
     assert near_matches(texts, "shingles", 0.8)[3] == (2, 1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [0.3, 0.8])
 def test_shingle_near_dedup_of_hundreds_equals_all_pairs(threshold):
     texts = _corpus(600, seed=21)
@@ -212,6 +223,7 @@ def test_shingle_near_dedup_of_hundreds_equals_all_pairs(threshold):
     assert sum(m is not None for m in naive) > 30
 
 
+@pytest.mark.slow
 def test_filter_changes_before_near_dedup_reuse_the_join(monkeypatch):
     texts = _corpus(1200, seed=23)
     cands = [Candidate(f"c{i}", t, round(1 - i / 2000, 4), doc_id=f"d{i % 300}",

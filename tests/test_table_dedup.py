@@ -1,0 +1,98 @@
+"""Exact and near duplicates as whole records: the exact_duplicate and near_duplicate Decisions (reason, named
+survivor, similarity) under words, shingles and cosine, and the cosine warnings word for word."""
+
+import pytest
+
+from ctxcore import Candidate, Config, Decision, build
+from ctxcore.dedup import near_matches
+
+
+def _dups(trace):
+    return {d.id: d for d in trace.decisions if d.fate in ("exact_duplicate", "near_duplicate")}
+
+
+def _notes(trace):
+    return [(str(w), w.kind, w.ids) for w in trace.warnings if w.kind.startswith("cosine")]
+
+
+def _exact(i, of, sha):
+    return Decision(i, "exact_duplicate", "exact_dedup", f"same text (SHA-256 {sha}) as higher-ranked {of}",
+                    duplicate_of=of, similarity=1.0)
+
+
+def test_exact_copies_name_the_highest_ranked_and_the_texts_hash():
+    # sha256("same text") begins 2e68a7bba11b, sha256("Refunds take five days.") 78387a319902
+    cands = [Candidate("low", "same text", 0.2), Candidate("high", "same text", 0.9),
+             Candidate("r1", "Refunds take five days.", 0.5), Candidate("r2", "Refunds take five days.", 0.5),
+             Candidate("r3", "Refunds take five days.", 0.6), Candidate("other", "Same text", 0.1)]
+    t = build(cands, "q", Config(budget=500, near_dup=None))
+    assert _dups(t) == {"low": _exact("low", "high", "2e68a7bba11b"), "r1": _exact("r1", "r3", "78387a319902"),
+                        "r2": _exact("r2", "r3", "78387a319902")}
+
+
+BASE = "alpha beta gamma delta epsilon"
+
+NEAR = {
+    # 5 shared of 6 words: 0.833
+    "words at 0.8": ({"near_dup": 0.8}, [(BASE, None), (BASE + " zeta", "word-set Jaccard 0.833 with higher-ranked a "
+                                                                        "(threshold 0.8)", "a", 0.8333)]),
+    # 5 of 6 is under 0.85: kept
+    "words under the threshold": ({"near_dup": 0.85}, [(BASE, None), (BASE + " zeta", None)]),
+    # 5 of 5: exactly 1.0 passes a threshold of 1
+    "words at a threshold of 1": ({"near_dup": 1.0}, [(BASE, None), ("Alpha, beta; gamma delta epsilon!",
+                                                                    "word-set Jaccard 1.000 with higher-ranked a "
+                                                                    "(threshold 1)", "a", 1.0)]),
+    # b matches a (4 of 5 = 0.8); c matches b (5 of 6) but b is gone, and a (4 of 6 = 0.667) is under 0.8
+    "only survivors are matched": ({"near_dup": 0.8}, [
+        ("alpha beta gamma delta", None),
+        ("alpha beta gamma delta epsilon", "word-set Jaccard 0.800 with higher-ranked a (threshold 0.8)", "a", 0.8),
+        ("alpha beta gamma delta epsilon zeta", None)]),
+    # "abcdefg" has the 5-grams abcde bcdef cdefg, "abcdefgh" those and defgh: 3 of 4
+    "shingles": ({"near_dup": 0.7, "similarity": "shingles"}, [
+        ("abcdefg", None),
+        ("ABCDEFGH", "5-character shingle Jaccard 0.750 with higher-ranked a (threshold 0.7)", "a", 0.75)]),
+    "cosine": ({"near_dup": 0.75, "similarity": "cosine"}, [
+        ("first", None, (1.0, 0.0)),
+        ("second", "cosine 0.800 with higher-ranked a (threshold 0.75)", "a", 0.8, (0.8, 0.6)),
+        ("third", None, (0.6, 0.8))]),  # 0.6 with a (b is gone)
+}
+
+
+@pytest.mark.parametrize("cfg, rows", NEAR.values(), ids=NEAR.keys())
+def test_near_duplicates_name_the_first_matching_survivor(cfg, rows):
+    cands, expected = [], {}
+    for i, row in zip("abc", rows):
+        embedding = row[-1] if isinstance(row[-1], tuple) else None
+        cands.append(Candidate(i, row[0], 0.9 - ord(i) / 100, embedding=embedding))
+        if row[1] is not None:
+            expected[i] = Decision(i, "near_duplicate", "near_dedup", row[1], duplicate_of=row[2],
+                                   similarity=row[3])
+    t = build(cands, "q", Config(budget=500, **cfg))
+    assert _dups(t) == expected
+    assert _notes(t) == []
+
+
+def test_cosine_says_which_candidates_were_not_compared():
+    cands = [Candidate("a", "first", 0.9, embedding=(1.0, 0.0)), Candidate("b", "second", 0.8),
+             Candidate("c", "third", 0.7, embedding=(1.0, 0.0)), Candidate("d", "fourth", 0.6)]
+    t = build(cands, "q", Config(budget=500, similarity="cosine", near_dup=0.9))
+    assert _dups(t) == {"c": Decision("c", "near_duplicate", "near_dedup",
+                                      "cosine 1.000 with higher-ranked a (threshold 0.9)", duplicate_of="a",
+                                      similarity=1.0)}
+    assert _notes(t) == [("cosine near-dedup: 2 candidates carry no embedding and were not compared",
+                          "cosine_missing", ("b", "d"))]
+
+
+def test_cosine_is_skipped_when_embeddings_differ_in_length():
+    cands = [Candidate("a", "first", 0.9, embedding=(1.0, 0.0)), Candidate("b", "second", 0.8, embedding=(1.0,)),
+             Candidate("c", "first", 0.7, embedding=(1.0, 0.0))]
+    t = build(cands, "q", Config(budget=500, similarity="cosine", near_dup=0.9))
+    assert _dups(t) == {"c": _exact("c", "a", "a7937b64b8ca")}  # sha256("first"); exact dedup still runs
+    assert _notes(t) == [("cosine near-dedup skipped: embeddings have different lengths: [1, 2]", "cosine_skipped",
+                          ())]
+
+
+def test_near_matches_of_texts():
+    # "a b c d e f" shares 5 of 6 with the first; "a b c d e" again shares 5 of 6 with the second, which is gone
+    assert near_matches(["a b c d e", "a b c d e f", "x y z", "a b c d e"], "words", 0.8) == [
+        None, (0, 5 / 6), None, (0, 1.0)]

@@ -1,0 +1,136 @@
+"""The filters as whole records: which version of a document is newest (natural version order), the stale
+Decisions, the unparsed_date and versions_disagree warnings word for word, permissions and the score threshold."""
+
+import pytest
+
+from ctxcore import Candidate, Config, Decision, build
+
+
+def _notes(trace, kind):
+    return [(str(w), w.ids) for w in trace.warnings if w.kind == kind]
+
+
+def _stale(old_id, doc, old, new, new_id):
+    return Decision(old_id, "stale", "stale", f"{doc} version {old} is older than {new} (present as {new_id})",
+                    superseded_by=new_id)
+
+
+VERSION_ORDER = {
+    "numbers by value": ("v2", "v10"),
+    "each dotted part by value": ("1.9", "1.10"),
+    "leading zeros do not count": ("v007", "v10"),
+    "words alphabetically": ("alpha", "beta"),
+    "words ignore case": ("Alpha", "beta"),
+    "a number before a word in the same place": ("3.1", "3.x"),
+    # "_" sorts before the lower-case letters ("_" is 0x5f, "d" 0x64; upper-case letters come before "_")
+    "words compare lower-cased": ("release_candidate", "Released"),
+}
+
+
+@pytest.mark.parametrize("old, new", VERSION_ORDER.values(), ids=VERSION_ORDER.keys())
+def test_the_older_version_is_stale_and_names_the_newest(old, new):
+    # the older version is given first and scores higher, so input order and rank do not decide
+    cands = [Candidate("p-old", "Refunds take five days.", 0.9, doc_id="policy", version=old),
+             Candidate("p-new", "Refunds take ten days.", 0.5, doc_id="policy", version=new)]
+    t = build(cands, "q", Config(budget=500, near_dup=None))
+    assert t.decision("p-old") == _stale("p-old", "policy", old, new, "p-new")
+    assert t.decision("p-new").fate == "kept"
+
+
+def test_versions_equal_but_for_case_are_one_version():
+    cands = [Candidate("p-1", "Refunds take five days.", 0.9, doc_id="policy", version="Beta"),
+             Candidate("p-2", "Refunds take ten days.", 0.5, doc_id="policy", version="beta")]
+    t = build(cands, "q", Config(budget=500, near_dup=None))
+    assert [d.fate for d in t.decisions] == ["kept", "kept"]
+
+
+FORTY = "sometime after the spring review meeting"   # 40 characters: shown whole
+FORTY_ONE = FORTY + "s"                               # 41: cut to the first 40, then "…"
+
+
+def test_an_unreadable_date_is_named_and_shortened_in_the_warning():
+    cands = [Candidate("a-new", "Text one.", 0.9, doc_id="doc-a", version="2"),
+             Candidate("a-bad", "Text two.", 0.8, doc_id="doc-a", date=FORTY),
+             Candidate("b-new", "Text three.", 0.7, doc_id="doc-b", version="2"),
+             Candidate("b-bad", "Text four.", 0.6, doc_id="doc-b", date=FORTY_ONE)]
+    t = build(cands, "q", Config(budget=500, near_dup=None))
+    tail = "could not be read, so it was not compared with the other versions of {}: neither stale nor making " \
+           "another stale"
+    assert _notes(t, "unparsed_date") == [
+        (f"the date of a-bad ('{FORTY}') " + tail.format("doc-a"), ("a-bad",)),
+        ("the date of b-bad ('sometime after the spring review meeting…') " + tail.format("doc-b"), ("b-bad",))]
+    assert [d.fate for d in t.decisions] == ["kept"] * 4
+
+
+def test_many_unreadable_dates_are_listed_five_then_counted():
+    cands = [Candidate("ok", "Text.", 0.9, doc_id="doc", version="1")] + [
+        Candidate(f"bad{i}", f"Text {i}.", 0.5, doc_id="doc", date=f"week {i}") for i in range(1, 8)]
+    t = build(cands, "q", Config(budget=500, near_dup=None))
+    assert _notes(t, "unparsed_date") == [(
+        "the date of bad1 ('week 1'), bad2 ('week 2'), bad3 ('week 3'), bad4 ('week 4'), bad5 ('week 5') and 2 "
+        "more could not be read, so they were not compared with the other versions of doc: neither stale nor "
+        "making another stale", tuple(f"bad{i}" for i in range(1, 8)))]
+
+
+# 7 amounts in the older version, 6 in the newer: listed by their number, at most 6, then "and N more"
+OLDER = ("Refunds take 10 days, 5 days for members, 30 days abroad, 2 weeks in December, 3 months for gifts, "
+         "1 year for repairs and 20 percent of the fee.")
+NEWER = "Refunds take 14 days, 7 days for members, 60 days abroad, 4 weeks in December, 6 months for gifts " \
+        "and 2 years for repairs."
+
+
+@pytest.mark.parametrize("prefer_newest", [True, False])
+def test_disagreeing_versions_list_their_amounts_by_number(prefer_newest):
+    cands = [Candidate("p-1", OLDER, 0.9, doc_id="policy", version="1"),
+             Candidate("p-2", NEWER, 0.8, doc_id="policy", version="2")]
+    t = build(cands, "q", Config(budget=500, near_dup=None, prefer_newest=prefer_newest))
+    assert _notes(t, "versions_disagree") == [(
+        "versions of policy disagree: older (1) says 1 year, 2 weeks, 3 months, 5 days, 10 days, 20 percent and 1 "
+        "more; newest (2) says 2 years, 4 weeks, 6 months, 7 days, 14 days, 60 days", ("p-1", "p-2"))]
+    if prefer_newest:
+        assert t.decision("p-1") == _stale("p-1", "policy", "1", "2", "p-2")
+    else:
+        assert t.decision("p-1").fate == "kept"
+
+
+def test_permissions_name_the_caller_and_who_may_read():
+    cands = [Candidate("hr", "Salaries.", 0.9, permissions=("hr", "finance")),
+             Candidate("none", "Nobody.", 0.8, permissions=()),
+             Candidate("pub", "Public.", 0.7), Candidate("mine", "Mine.", 0.6, permissions=("sales",))]
+    t = build(cands, "q", Config(budget=500, caller="sales"))
+    assert [t.decision("hr"), t.decision("none")] == [
+        Decision("hr", "not_permitted", "permissions", "caller 'sales' is not among the permitted hr, finance"),
+        Decision("none", "not_permitted", "permissions", "caller 'sales' is not among the permitted (none)")]
+    assert [t.decision(i).fate for i in ("pub", "mine")] == ["kept", "kept"]
+
+
+THRESHOLD = {
+    "scored under the floor": (
+        {"min_score": 0.5}, {"low": "score 0.3 is below the minimum 0.5"},
+        [("1 unscored candidate was not checked against min_score 0.5: they passed (drop_unscored drops them)",
+          "unscored_unchecked", ("u",))]),
+    "unscored dropped too": (
+        {"min_score": 0.5, "drop_unscored": True},
+        {"low": "score 0.3 is below the minimum 0.5",
+         "u": "unscored: it cannot be checked against the minimum 0.5, and drop_unscored drops it"}, []),
+    "a score equal to the floor passes": ({"min_score": 0.3}, {}, [
+        ("1 unscored candidate was not checked against min_score 0.3: they passed (drop_unscored drops them)",
+         "unscored_unchecked", ("u",))]),
+}
+
+
+@pytest.mark.parametrize("cfg, dropped, notes", THRESHOLD.values(), ids=THRESHOLD.keys())
+def test_threshold_records(cfg, dropped, notes):
+    cands = [Candidate("high", "Refunds take five days.", 0.9), Candidate("low", "Shipping is free.", 0.3),
+             Candidate("u", "Returns need a receipt.")]
+    t = build(cands, "q", Config(budget=500, **cfg))
+    assert {d.id: d for d in t.decisions if d.fate == "below_threshold"} == {
+        i: Decision(i, "below_threshold", "threshold", r) for i, r in dropped.items()}
+    assert [(str(w), w.kind, w.ids) for w in t.warnings
+            if w.kind in ("unscored_unchecked", "min_score_unused")] == notes
+
+
+def test_threshold_unused_when_nothing_has_a_score():
+    t = build([Candidate("a", "One."), Candidate("b", "Two.")], "q", Config(budget=500, min_score=0.25))
+    assert [d.fate for d in t.decisions] == ["kept", "kept"]
+    assert _notes(t, "min_score_unused") == [("min_score 0.25 not applied: no candidate has a score", ())]
