@@ -1,13 +1,13 @@
 """Mutation score per module, from the results ``mutmut run`` leaves in ``mutants/`` (issue #20).
 
-    mutmut run --max-children 2            # about two hours on 2 cores; see README, "Testing"
+    mutmut run --max-children 2            # resumable; hours on 2 cores even without the slow tests (README, "Testing")
     python bench/mutation_score.py         # the table below, from what has been checked so far
     python bench/mutation_score.py --survivors answer   # the surviving mutants of one module, to review
     python bench/mutation_score.py --survivors answer --diff   # each with its diff
 
 Mutants reviewed as equivalent (no input tells them from the original) are listed in
 ``bench/mutation_equivalent.txt``, one per line as ``NAME  # why``; they are left out of the score and counted
-in their own column, and a listed name that is no longer a survivor is reported so the list cannot go stale.
+in their own column, and a listed name that is now caught or gone is reported so the list cannot go stale.
 
 Killed and timed-out mutants count as caught, as in mutmut's own score; survivors, mutants no selected
 test reaches and suspicious ones count against it; mutants not yet checked are left out (and counted in

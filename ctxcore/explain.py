@@ -294,8 +294,9 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
         new_lost = [c.id for c in members if version_key(c) == newest and not _kept(trace, c.id)]
         if old_kept:
             t = case.run(prefer_newest=True)
+            verb = "predates" if len(old_kept) == 1 else "predate"
             out.append(Finding("stale_version_kept", 3, f"an older version of {doc} is in the prompt",
-                               f"{', '.join(old_kept)} {'predates' if len(old_kept) == 1 else 'predate'} the newest version present",
+                               f"{', '.join(old_kept)} {verb} the newest version present",
                                {"prefer_newest": True}, all(not _kept(t, i) for i in old_kept), tuple(old_kept)))
         if new_lost:
             e = explain(trace, new_lost[0])

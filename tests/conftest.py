@@ -95,3 +95,13 @@ def same(got, expected):
     """Equal, and equal in repr too: ``1`` where ``1.0`` belongs is a difference."""
     assert got == expected
     assert repr(got) == repr(expected)
+
+
+def cand(id, text="a", **kw):
+    """A candidate whose text does not matter to the case."""
+    return Candidate(id=id, text=text, **kw)
+
+
+def warnings_of(trace, kind):
+    """(message, ids) of the trace's warnings of one kind, in order."""
+    return [(str(w), w.ids) for w in trace.warnings if w.kind == kind]

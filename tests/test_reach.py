@@ -69,7 +69,8 @@ def test_a_sentence_under_twenty_characters_does_not_count():
 def test_logged_versus_replay_names_all_four_changes():
     cands = [Candidate(x, f"Passage {x} says something different about refunds, number {n}.", score=s)
              for x, n, s in (("a", 1, 0.9), ("b", 2, 0.8), ("c", 3, 0.7), ("d", 4, 0.6))]
-    replay = build(cands, "refunds?", Config(max_passages=2))  # keeps a and b, by score; c and d are past the passage limit
+    # keeps a and b, by score; c and d are past the passage limit
+    replay = build(cands, "refunds?", Config(max_passages=2))
     logged = f"[1] {cands[0].text}\n[2] {cands[2].text}"  # the logged system sent a and c
     assert logged_vs_replay(replay, logged) == [
         Difference("a", "whole", 1, "kept", replay.decision("a").position, "both"),

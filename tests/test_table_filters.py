@@ -3,11 +3,9 @@ Decisions, the unparsed_date and versions_disagree warnings word for word, permi
 
 import pytest
 
+from conftest import warnings_of
+
 from ctxcore import Candidate, Config, Decision, build
-
-
-def _notes(trace, kind):
-    return [(str(w), w.ids) for w in trace.warnings if w.kind == kind]
 
 
 def _stale(old_id, doc, old, new, new_id):
@@ -56,7 +54,7 @@ def test_an_unreadable_date_is_named_and_shortened_in_the_warning():
     t = build(cands, "q", Config(budget=500, near_dup=None))
     tail = "could not be read, so it was not compared with the other versions of {}: neither stale nor making " \
            "another stale"
-    assert _notes(t, "unparsed_date") == [
+    assert warnings_of(t, "unparsed_date") == [
         (f"the date of a-bad ('{FORTY}') " + tail.format("doc-a"), ("a-bad",)),
         ("the date of b-bad ('sometime after the spring review meeting…') " + tail.format("doc-b"), ("b-bad",))]
     assert [d.fate for d in t.decisions] == ["kept"] * 4
@@ -66,7 +64,7 @@ def test_many_unreadable_dates_are_listed_five_then_counted():
     cands = [Candidate("ok", "Text.", 0.9, doc_id="doc", version="1")] + [
         Candidate(f"bad{i}", f"Text {i}.", 0.5, doc_id="doc", date=f"week {i}") for i in range(1, 8)]
     t = build(cands, "q", Config(budget=500, near_dup=None))
-    assert _notes(t, "unparsed_date") == [(
+    assert warnings_of(t, "unparsed_date") == [(
         "the date of bad1 ('week 1'), bad2 ('week 2'), bad3 ('week 3'), bad4 ('week 4'), bad5 ('week 5') and 2 "
         "more could not be read, so they were not compared with the other versions of doc: neither stale nor "
         "making another stale", tuple(f"bad{i}" for i in range(1, 8)))]
@@ -84,7 +82,7 @@ def test_disagreeing_versions_list_their_amounts_by_number(prefer_newest):
     cands = [Candidate("p-1", OLDER, 0.9, doc_id="policy", version="1"),
              Candidate("p-2", NEWER, 0.8, doc_id="policy", version="2")]
     t = build(cands, "q", Config(budget=500, near_dup=None, prefer_newest=prefer_newest))
-    assert _notes(t, "versions_disagree") == [(
+    assert warnings_of(t, "versions_disagree") == [(
         "versions of policy disagree: older (1) says 1 year, 2 weeks, 3 months, 5 days, 10 days, 20 percent and 1 "
         "more; newest (2) says 2 years, 4 weeks, 6 months, 7 days, 14 days, 60 days", ("p-1", "p-2"))]
     if prefer_newest:
@@ -133,4 +131,4 @@ def test_threshold_records(cfg, dropped, notes):
 def test_threshold_unused_when_nothing_has_a_score():
     t = build([Candidate("a", "One."), Candidate("b", "Two.")], "q", Config(budget=500, min_score=0.25))
     assert [d.fate for d in t.decisions] == ["kept", "kept"]
-    assert _notes(t, "min_score_unused") == [("min_score 0.25 not applied: no candidate has a score", ())]
+    assert warnings_of(t, "min_score_unused") == [("min_score 0.25 not applied: no candidate has a score", ())]

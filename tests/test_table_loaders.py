@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import input_error, same
+from conftest import cand, input_error, same
 
 from ctxcore import Candidate, Config, Inputs, Logged, build, load, loads
 from ctxcore.limits import MAX_KEYS
@@ -24,10 +24,6 @@ NEEDS_CANDIDATES = (
     "(no 'run_type')")
 DIFFERS = ("the stored trace differs from a rebuild of its candidates and settings ({}); the rebuild is shown, and "
            "the stored prompt is kept as the logged one")
-
-
-def cand(id, text="a", **kw):
-    return Candidate(id=id, text=text, **kw)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,7 +75,8 @@ def test_content_a_reader_cannot_take_is_refused_whole(text, source, message):
 
 
 def test_loads_names_unnamed_text_input():
-    assert input_error(loads, '[{"id": "a"}]') == "input, field 'candidates[0].text': missing: every candidate needs its text"
+    assert input_error(loads, '[{"id": "a"}]') == (
+        "input, field 'candidates[0].text': missing: every candidate needs its text")
     assert loads('[{"id": "a", "text": "x"}]').source == "input"
 
 
@@ -202,7 +199,8 @@ def test_from_object_takes_parsed_json():
     assert from_object([]).candidates == () and from_object([]).source == "input"
     assert input_error(from_object, 5) == (
         "input: expected a list of candidates or an object with 'candidates', found a number")
-    assert input_error(from_object, [5], "obj") == "obj, field 'candidates[0]': a candidate must be an object, found a number"
+    assert input_error(from_object, [5], "obj") == (
+        "obj, field 'candidates[0]': a candidate must be an object, found a number")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,7 +244,8 @@ FIFTEEN = ", ".join(f'"column_{i:02d}"' for i in range(1, 16))  # 15 * 11 + 14 *
     (",,\n", "c.csv, line 1: the CSV header is empty; the first line must name the columns (text at least)"),
     ("id,body\na,b\n", "c.csv, line 1, field 'text': the CSV header has no 'text' column (found: \"id\", \"body\")"),
     # blank lines before the header are skipped, and the error names the header's own line
-    ("\n\nid,body\na,b\n", "c.csv, line 3, field 'text': the CSV header has no 'text' column (found: \"id\", \"body\")"),
+    ("\n\nid,body\na,b\n",
+     "c.csv, line 3, field 'text': the CSV header has no 'text' column (found: \"id\", \"body\")"),
     ("id;text\na;b\n", "c.csv, line 1, field 'text': the CSV header has no 'text' column (found: \"id;text\")"),
     ("Text,tëxt\n", "c.csv, line 1, field 'text': the CSV header has no 'text' column (found: \"Text\", \"tëxt\")"),
     # 193 characters, then ', "colu' makes the 200 shown

@@ -4,12 +4,10 @@ the kept evidence, and ``state_before`` building the state a stage receives with
 
 import pytest
 
+from conftest import warnings_of
+
 from ctxcore import Candidate, Config, Decision, Inputs, build, evidence_cost, rank_order, select
 from ctxcore.pipeline import state_before
-
-
-def _notes(trace, kind):
-    return [(str(w), w.ids) for w in trace.warnings if w.kind == kind]
 
 
 def _copy(new_id, given, score, best, best_score):
@@ -43,7 +41,7 @@ def test_a_repeated_id_stays_with_the_best_scored_copy(scores, expected):
             assert d == e
     copies = len(scores) - 1
     dropped = f"{copies} same-text {'copy was' if copies == 1 else 'copies were'} dropped as exact_duplicate"
-    assert _notes(t, "repeated_ids") == [(f"id 'a' appears {len(scores)} times in the input: {dropped}",
+    assert warnings_of(t, "repeated_ids") == [(f"id 'a' appears {len(scores)} times in the input: {dropped}",
                                           ("a",) + tuple(f"a#{n}" for n in range(2, len(scores) + 1)))]
 
 
@@ -53,7 +51,7 @@ def test_a_repeated_id_with_other_text_is_renamed_and_kept():
     # a#3 is taken by the input, so the other-text copy becomes a#4
     assert [c.id for c in t.candidates] == ["a#2", "a", "a#4", "a#3"]
     assert t.decisions[0] == _copy("a#2", 3, "0.2", "a", "0.9")
-    assert _notes(t, "repeated_ids") == [(
+    assert warnings_of(t, "repeated_ids") == [(
         "id 'a' appears 3 times in the input: 1 same-text copy was dropped as exact_duplicate; a copy with other "
         "text renamed a#4", ("a", "a#2", "a#4"))]
 
@@ -77,7 +75,7 @@ def test_the_start_says_which_ids_were_generated():
     cands = [Candidate("chunk-0", "One.", 0.9, generated_id=True), Candidate("own", "Two.", 0.8),
              Candidate("chunk-2", "Three.", 0.7, generated_id=True)]
     t = build(cands, "q", Config(budget=500))
-    assert _notes(t, "generated_ids") == [("2 candidates had no id; ids were generated from their position",
+    assert warnings_of(t, "generated_ids") == [("2 candidates had no id; ids were generated from their position",
                                            ("chunk-0", "chunk-2"))]
 
 
@@ -95,8 +93,8 @@ def test_recency_scope_warns_about_dates_without_a_document(dated, notes):
     cands = [Candidate(i, f"Text {i}.", 0.5, doc_id=doc, date=f"2025-0{n + 1}-01") for n, (i, doc) in
              enumerate(dated)] + [Candidate("undated", "Other text.", 0.4)]
     t = build(cands, "q", Config(budget=500, near_dup=None))
-    assert _notes(t, "no_doc_id") == notes
-    assert _notes(build(cands, "q", Config(budget=500, near_dup=None, prefer_newest=False)), "no_doc_id") == []
+    assert warnings_of(t, "no_doc_id") == notes
+    assert warnings_of(build(cands, "q", Config(budget=500, near_dup=None, prefer_newest=False)), "no_doc_id") == []
 
 
 def test_rank_order_is_score_descending_then_input_order_with_unscored_last():

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import input_error, same
+from conftest import cand, input_error, same
 
-from ctxcore import Candidate, load, loads
+from ctxcore import load, loads
 from ctxcore.limits import MAX_BYTES, MAX_CANDIDATES, MAX_DEPTH, MAX_FIELD_CHARS
 from ctxcore.loaders import candidates_from_objects
 from ctxcore.reading import parse_json, parse_text, too_big
@@ -113,7 +113,8 @@ def test_a_bad_candidate_in_a_json_list_names_its_index_and_field(item, field, m
 
 def test_the_index_named_is_the_bad_candidates_own():
     text = '[{"id": "a", "text": "x"}, {"id": "b", "text": "y"}, {"id": "c", "text": "z", "score": "high"}]'
-    assert input_error(loads, text, "in.json") == "in.json, field 'candidates[2].score': must be a number, found \"high\""
+    assert input_error(loads, text, "in.json") == (
+        "in.json, field 'candidates[2].score': must be a number, found \"high\"")
     assert input_error(loads, '[{"text": "x"}, 7]', "in.json") == (
         "in.json, field 'candidates[1]': a candidate must be an object, found a number")
 
@@ -136,10 +137,6 @@ def test_a_bad_jsonl_line_is_named_by_its_line_and_bare_field(item, field, messa
 # ---------------------------------------------------------------------------------------------
 # good candidates: whole records
 # ---------------------------------------------------------------------------------------------
-
-def cand(id, text="a", **kw):
-    return Candidate(id=id, text=text, **kw)
-
 
 GOOD_ITEMS = [
     ('{"text": "café"}', cand("c1", "café", generated_id=True)),
@@ -298,7 +295,8 @@ def test_too_big_is_checked_on_paths_before_reading_and_on_bytes(tmp_path):
 def test_an_unreadable_path_is_one_line(tmp_path):
     missing = tmp_path / "missing.json"
     assert input_error(load, missing) == f"{missing}: cannot read the file (No such file or directory)"
-    assert input_error(load, str(missing), name="up.json") == "up.json: cannot read the file (No such file or directory)"
+    assert input_error(load, str(missing), name="up.json") == (
+        "up.json: cannot read the file (No such file or directory)")
     assert input_error(load, tmp_path) == f"{tmp_path}: cannot read the file (Is a directory)"
 
 
