@@ -4,7 +4,8 @@ survivor, similarity) under words, shingles and cosine, and the cosine warnings 
 import pytest
 
 from ctxcore import Candidate, Config, Decision, build
-from ctxcore.dedup import near_matches
+from ctxcore import wordsets
+from ctxcore.dedup import _sweep, join_texts, near_matches
 
 
 def _dups(trace):
@@ -96,3 +97,30 @@ def test_near_matches_of_texts():
     # "a b c d e f" shares 5 of 6 with the first; "a b c d e" again shares 5 of 6 with the second, which is gone
     assert near_matches(["a b c d e", "a b c d e f", "x y z", "a b c d e"], "words", 0.8) == [
         None, (0, 5 / 6), None, (0, 1.0)]
+
+
+def test_near_matches_of_many_texts_take_the_sweep():
+    # Two ten-word families, every third text with one extra word: 600 texts sharing their prefix words make
+    # 239,100 join pairs (over _DENSE_FROM, 200,000) against a dense sweep costing 11,231, so join_texts hands
+    # back sets and near_matches sweeps them. Text 0 (family 0) has the
+    # extra word and text 1 (family 1) has not: a text matches the first of its family, 10/11 when exactly one
+    # of the two has the extra word, else 1.0.
+    fam = ["alpha beta gamma delta epsilon zeta eta theta iota kappa", "one two three four five six seven eight nine ten"]
+    texts = [fam[i % 2] + (" extra" if i % 3 == 0 else "") for i in range(600)]
+    pairs, sets, _ = join_texts(texts, "words", 0.8)
+    assert pairs is None and sets is not None
+
+    def expected(i):
+        extra, first_has_extra = i % 3 == 0, i % 2 == 0
+        return None if i < 2 else (i % 2, 1.0 if extra == first_has_extra else 10 / 11)
+    assert near_matches(texts, "words", 0.8) == [expected(i) for i in range(600)]
+
+
+def test_the_sweep_without_bit_rows():
+    # 20 texts of five words each seen nowhere else, then two copies of "a b c d e": the join's cost is the one
+    # pair sharing prefix words, below what bit rows over a 105-word vocabulary would cost, so the plain sweep runs
+    texts = [" ".join(f"w{5 * i + j}" for j in range(5)) for i in range(20)] + ["a b c d e", "a b c d e"]
+    sets = wordsets.word_sets(texts)
+    assert wordsets.dense_cost(sets, 0.8) >= wordsets.join_size(sets, 0.8)
+    assert _sweep(sets, 0.8) == [None] * 21 + [(20, 1.0)]
+    assert _sweep(sets, 0.8, rows=[0, 20, 21]) == [None, None, (1, 1.0)]

@@ -512,3 +512,24 @@ def test_a_label_dearer_than_80_tokens_still_finds_the_budget_that_keeps_the_chu
     cands = [Candidate("a", text_of_tokens(100), 0.9), Candidate("b", text_of_tokens(100, "cat"), 0.8)]
     e = explain(build(cands, "q", Config(budget=40, label_overhead=100)), "b")
     assert (e.fate, e.fix, e.fix_verified) == ("over_budget", {"budget": 400}, True)
+
+
+def test_findings_duplicates_sum_every_repeat_and_verify_under_the_configured_measure():
+    # t2 and t3 each share 4 of 5 words with t1 (Jaccard 0.8); sandwich order puts t1, t3, o, t2 in the prompt,
+    # so the repeats are listed t3 (6 tokens), t2 (5 tokens): 11 of the 100-token budget. Under words, near-dedup
+    # at 0.8 drops both; under shingles they share few shingles, the rebuild keeps them, and the fix is unverified.
+    twins = [Candidate("t1", "alpha beta gamma delta", 0.9), Candidate("t2", "alpha beta gamma delta epsilon", 0.8),
+             Candidate("t3", "alpha beta gamma delta zeta", 0.7), Candidate("o", "other words", 0.6)]
+    got = {sim: records(findings(build(twins, "q", Config(budget=100, near_dup=None, label_overhead=0,
+                                                               similarity=sim))))
+           for sim in ("words", "shingles")}
+    assert got == {sim: [finding("duplicates_in_prompt", 2, "near-duplicates took 11% of the docs budget",
+                                 "t3, t2 repeat passages already in the prompt (11 tokens)", {"near_dup": 0.8},
+                                 sim == "words", ["t3", "t2"])]
+                   for sim in ("words", "shingles")}
+
+
+def test_explain_text_with_a_limit_keeps_the_order_found_not_the_ids_order():
+    # found in input order b, a, c; the two strongest are b (0.9) and a (0.7), listed b before a
+    t = build([Candidate("b", S, 0.9), Candidate("a", W, 0.7), Candidate("c", R, 0.5)], "q", Config(budget=500))
+    assert [e.id for e in explain_text(t, "five", limit=2)] == ["b", "a"]
