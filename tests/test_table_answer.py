@@ -188,6 +188,26 @@ TIED = [
     ("Refunds take five business days [S1, S9].",
      [ok("S1", "refund"), ("[S9]", "citation", "unknown_label", "the prompt has labels S1, S2, S3", ())]),
     ("   ", []),
+    # a quote cited to two passages, found in a third
+    ('"need approval from a team lead" [S1, S2].',
+     [ok("S1", "refund"), ok("S2", "shipping"),
+      ("“need approval from a team lead”", "quote", "not_in_passage", "not in S1, S2, but verbatim in [S3]", ()),
+      # need, approv, team, lead: none in either
+      ("[S1]", "citation", "not_supporting",
+       '[S1] (refund) holds 0% of the words of “"need approval from a team lead" [S1, S2].”', ("refund",)),
+      ("[S2]", "citation", "not_supporting",
+       '[S2] (shipping) holds 0% of the words of “"need approval from a team lead" [S1, S2].”', ("shipping",))]),
+    # the prompt asks for citations: with none anywhere in the answer, an uncited claim is still reported
+    ("Store credit is issued within minutes always.",
+     [("Store credit is issued within minutes always.", "claim", "uncited", "this sentence cites no passage", ())]),
+    # a cited sentence after an uncited one is still judged
+    ("Store credit is issued within minutes always. Shipping damaged item [S1].",
+     [ok("S1", "refund"), ("Store credit is issued within minutes always.", "claim", "uncited",
+                           "this sentence cites no passage", ()),
+      ("[S1]", "citation", "not_supporting", "[S1] (refund) holds 0% of the words of “Shipping damaged item [S1].”",
+       ("refund",))]),
+    # a label glued to a word leaves the word whole: day is 1 of shipp, damag, item, day = 25%, enough
+    ("Shipping damaged item days[S1].", [ok("S1", "refund")]),
 ]
 
 
@@ -232,6 +252,10 @@ VERSION_ROWS = [
     # a quote from the outdated version is still verbatim in it
     ('Quote "need approval from a lead, within" [S1].',
      [OUTDATED, ("“need approval from a lead, within”", "quote", "ok", "verbatim in [S1]", ("old",))]),
+    # the outdated number's check replaces its own row, the third here
+    ("Greek alpha beta gamma delta [S3]. Approval above 500 EUR needs a lead [S1].",
+     [ok("S3", "twin"), OUTDATED,
+      ("500", "number", "number_only_outdated", "500 is only in old, superseded by new", ("old", "new"))]),
     ("Greek letters alpha beta gamma delta [S4, S2].",
      [ok("S4", "twin2"), ok("S2", "new"),
       ("[S2]", "citation", "not_supporting",
@@ -250,6 +274,18 @@ def test_a_number_also_in_a_passage_of_unknown_origin_is_not_only_outdated(versi
     logged = f"[1] Note: Something nobody retrieved, 14 days.\n[2] Note: {VERSIONS[0].text}\n"
     assert rows(check_answer(versions, "Within 14 days [1].", logged)) == [
         ("[1]", "citation", "ok", "[1] is a passage", ()), ("14", "number", "ok", "in [1]", ())]
+
+
+def test_a_number_only_in_two_outdated_versions_names_both():
+    # 30 is in the older version of p1 and of p2, each superseded; the superseding one named is the first's
+    cands = [Candidate("old1", "Refunds take 30 days.", 0.9, doc_id="p1", date="2024-01-01"),
+             Candidate("new1", "Refunds take 10 days.", 0.8, doc_id="p1", date="2025-01-01"),
+             Candidate("old2", "Returns within 30 days of delivery.", 0.7, doc_id="p2", date="2024-01-01"),
+             Candidate("new2", "Returns within 60 days of delivery.", 0.6, doc_id="p2", date="2025-01-01")]
+    t = build(cands, "q", Config(budget=500, order="rank", prefer_newest=False, near_dup=None))
+    assert rows(check_answer(t, "Refunds take 30 days [S1].", sent=of_trace(t))) == [
+        ("[S1]", "citation", "cites_outdated", "[S1] is old1, superseded by new1", ("old1", "new1")),
+        ("30", "number", "number_only_outdated", "30 is only in old1, old2, superseded by new1", ("old1", "old2", "new1"))]
 
 
 def test_duplicate_citation_uses_the_configured_near_dup_threshold():
@@ -316,6 +352,12 @@ LOGGED = [
        "[1] (shipping) holds 0% of the words of “Credit comes within ten minutes, up to 1,000 EUR [1]. 500 EUR "
        "needs a lead.”", ("shipping",))]),
     (LOGGED_N, "Credit [S1].", [("[S1]", "citation", "unknown_label", "the prompt has labels 1, 2", ())]),
+    # the quote's citation is the numbered label before it (none follows within 60 characters)
+    (LOGGED_N, '[1] says "issued within ten minutes" and there is nothing more to add to that here, friend.',
+     [ok("1", "shipping"),
+      ("“issued within ten minutes”", "quote", "not_in_passage", "not in 1, but verbatim in [2]", ()),
+      ("[1]", "citation", "not_supporting", '[1] (shipping) holds 0% of the words of “[1] says "issued within ten '
+                                            'minutes" and there is nothing more to add to that he”', ("shipping",))]),
     # no citation anywhere and no rule asking for them: an uncited sentence is not reported
     (LOGGED_N, "Shipping is free for damaged items in all cases.", []),
     # an answer with no citation at all names the [S#] labels

@@ -354,6 +354,9 @@ def test_findings_history_crowding_halves_a_set_history_share():
         finding("history_crowding", 2, "conversation history outweighs the evidence",
                 "history 1583 tokens vs evidence 345; 2 passages dropped for budget", {"history_share": 0.4}, True,
                 ["c1", "c2"])]
+    # the halved share is offered to two places: 0.55 / 2 = 0.275 becomes 0.28
+    t = build(cands, "q", Config(window=2400, max_output=200, history_share=0.55), Inputs(history=history))
+    assert [(f.kind, f.fix, f.fix_verified) for f in findings(t)] == [("history_crowding", {"history_share": 0.28}, True)]
 
 
 NEAR = [Candidate("a", BASE, 0.9), Candidate("b", BASE + " lambda", 0.8),
@@ -533,3 +536,14 @@ def test_explain_text_with_a_limit_keeps_the_order_found_not_the_ids_order():
     # found in input order b, a, c; the two strongest are b (0.9) and a (0.7), listed b before a
     t = build([Candidate("b", S, 0.9), Candidate("a", W, 0.7), Candidate("c", R, 0.5)], "q", Config(budget=500))
     assert [e.id for e in explain_text(t, "five", limit=2)] == ["b", "a"]
+
+
+def test_a_threshold_fix_offers_no_budget_the_fixed_blocks_leave_no_room_for():
+    # a 400-word system block (497 fixed tokens with the rest) leaves 1045 - 497 = 548 of the safe input for
+    # evidence: a (300) and w (500) never fit together, at any docs budget, so lowering the threshold to w's
+    # 0.2 is offered alone and unverified
+    cands = [Candidate("a", text_of_tokens(300, "a"), 0.9), Candidate("w", text_of_tokens(500, "b"), 0.2)]
+    t = build(cands, "q", Config(window=1200, max_output=100, min_score=0.5), Inputs(system="word " * 400))
+    assert (t.budget.safe_input, t.budget.fixed) == (1045, 497)
+    e = explain(t, "w")
+    assert (e.fate, e.fix, e.fix_verified) == ("below_threshold", {"min_score": 0.2}, False)

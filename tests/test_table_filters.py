@@ -5,7 +5,7 @@ import pytest
 
 from conftest import warnings_of
 
-from ctxcore import Candidate, Config, Decision, build
+from ctxcore import Candidate, Config, Decision, build, filters
 
 
 def _stale(old_id, doc, old, new, new_id):
@@ -132,3 +132,23 @@ def test_threshold_unused_when_nothing_has_a_score():
     t = build([Candidate("a", "One."), Candidate("b", "Two.")], "q", Config(budget=500, min_score=0.25))
     assert [d.fate for d in t.decisions] == ["kept", "kept"]
     assert warnings_of(t, "min_score_unused") == [("min_score 0.25 not applied: no candidate has a score", ())]
+
+
+AMOUNTS = [
+    ("", []),
+    ("5 days", ["5 days"]),                      # at the very start
+    ("$1", ["$1"]), ("$1,000", ["$1,000"]),      # money that ends the text inside a run of digits
+    ("$1$", ["$1"]),
+    ("$1,", ["$1"]),                             # no word boundary after the last comma: the match gives it back
+    ("$1,5days", ["$1,", "5days"]),              # $1, ends at the boundary before 5; 5days is read inside the run
+    ("$1,5days or 3 weeks", ["$1,", "5days", "3 weeks"]),  # and the reading goes on after it
+    ("EUR11.0,5 days", ["EUR11.0", "5 days"]),   # a money match ending in a decimal, then a run
+    ("€ 0,5EUR,10d€", ["€ 0,", "5EUR"]),
+    ("SKU 1,2,3,4 costs $1,000x or 5 days", ["$1,", "5 days"]),
+    ("1,000 EUR and 10% in 3 weeks", ["1,000 EUR", "3 weeks"]),  # a % needs a word character after it
+]
+
+
+@pytest.mark.parametrize("text,expected", AMOUNTS)
+def test_amount_matches_read_what_the_definition_reads(text, expected):
+    assert filters.amount_matches(text) == expected == filters._AMOUNT.findall(text)

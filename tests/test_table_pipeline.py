@@ -2,6 +2,8 @@
 repeated_ids warning for the others), the warnings the start and recency_scope write, rank order, the cost of
 the kept evidence, and ``state_before`` building the state a stage receives with the given settings."""
 
+import dataclasses
+
 import pytest
 
 from conftest import warnings_of
@@ -146,3 +148,14 @@ def test_a_rebuild_resumed_from_a_remembered_state_equals_a_cold_build():
         cold.append(_whole(build(cands, "how long do refunds take", cfg, inputs)))
     assert warm == cold
     assert len({str(t.decisions) for t, _ in warm}) > 5  # the settings did change the outcome
+
+
+def test_evidence_cost_counts_a_kept_passage_without_a_cost_as_nothing():
+    # "alpha beta gamma delta" is 4 tokens, "other words" 2, no label lines: 6; a trace read from a file may
+    # carry no cost for a kept passage, which then counts 0 (the 3 dropped tokens never count)
+    t = build([Candidate("a", "alpha beta gamma delta", 0.9), Candidate("o", "other words", 0.6),
+               Candidate("x", "three more words", 0.1)], "q", Config(budget=100, label_overhead=0, min_score=0.5))
+    assert evidence_cost(t) == 6
+    t = dataclasses.replace(t, decisions=tuple(dataclasses.replace(d, cost=None) if d.id == "o" else d
+                                               for d in t.decisions))
+    assert evidence_cost(t) == 4

@@ -15,7 +15,7 @@ from conftest import cand, input_error, same
 from ctxcore import load, loads
 from ctxcore.limits import MAX_BYTES, MAX_CANDIDATES, MAX_DEPTH, MAX_FIELD_CHARS
 from ctxcore.loaders import candidates_from_objects
-from ctxcore.reading import parse_json, parse_text, too_big
+from ctxcore.reading import csv_rows, parse_json, parse_text, too_big
 
 SURROGATE = r"contains a lone surrogate (an escaped \ud800-\udfff), which is not valid Unicode"
 NOT_FINITE = "holds a number that is not finite (NaN, Infinity or too large)"
@@ -470,3 +470,12 @@ def test_a_quoted_csv_cell_keeps_its_own_line_breaks():
     # the file's \r\n ends records; the \r\n and the lone \r inside quotes are the cell's own
     got = loads('id,text\r\na,"one\r\ntwo\rthree"\r\nb,x\r\n', "x.csv")
     same(got.candidates, (cand("a", "one\r\ntwo\rthree"), cand("b", "x")))
+
+
+def test_csv_with_bare_carriage_returns_is_read_record_by_record():
+    # old Mac line ends: each \r ends a line, one inside quotes is kept in the cell, and a record's line counts
+    # them (b's cell spans lines 3-4, the blank-id row starts on line 5); a row of three cells is named by its line
+    text = 'id,text\ra,x\rb,"y\rz"\r,w\r'
+    assert csv_rows(text, "c.csv") == [(1, ["id", "text"]), (2, ["a", "x"]), (3, ["b", "y\rz"]), (5, ["", "w"])]
+    assert [(c.id, c.text) for c in loads(text, "c.csv").candidates] == [("a", "x"), ("b", "y\rz"), ("c3", "w")]
+    assert input_error(loads, "id,text\ra,x\rb,y,z\r", "c.csv") == "c.csv, row 3: has 3 cells but the header has 2"

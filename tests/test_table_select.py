@@ -12,6 +12,7 @@ from conftest import text_of_tokens
 
 from ctxcore import Candidate, Config, Decision, select
 from ctxcore.pipeline import state_before
+from ctxcore.select import similarity_for
 
 A, BIG, C = text_of_tokens(30), text_of_tokens(50, "cat"), text_of_tokens(20, "dog")
 THREE = [Candidate("a", A, 0.9), Candidate("big", BIG, 0.8), Candidate("c", C, 0.7)]
@@ -78,6 +79,13 @@ DEFINITION_CASES = {
         {"budget": 30, "label_overhead": 0, "select": "density"},
         [_kept("c", 20, 20, C), _kept("d", 10, 10, text_of_tokens(10, "bird"))],
         {"a": _over("a", "needs 30 tokens (30 text + 0 label) but only 10 of the 30-token docs budget were left")}),
+    # the label line counts in the density: c 0.5/(20+8) = 0.018 before d 0.3/(10+8) = 0.017 (by text alone d,
+    # 0.03, would go first); c takes all 28
+    "density counts the label line": (
+        [Candidate("c", C, 0.5), Candidate("d", text_of_tokens(10, "bird"), 0.3)],
+        {"budget": 28, "label_overhead": 8, "select": "density"},
+        [_kept("c", 20, 28, C)],
+        {"d": _over("d", "needs 18 tokens (10 text + 8 label) but only 0 of the 28-token docs budget were left")}),
 }
 
 
@@ -253,3 +261,16 @@ def test_a_rebuild_of_the_same_candidates_decides_the_same_records():
     for min_score, expected in ((0.75, [big]), (None, [big, c]), (0.75, [big]), (None, [big, c])):
         t = build(cands, "q", Config(budget=55, min_score=min_score))
         assert [d for d in t.decisions if d.fate == "over_budget"] == expected
+
+
+@pytest.mark.parametrize("u,v,expected", [
+    ((3.0, 4.0), (4.0, 3.0), 24 / 25),    # dot 24 over norms 5 x 5
+    ((3.0, 4.0), (6.0, 8.0), 1.0),        # the same direction at twice the length: 48 / (5 x 10)
+    ((1.0, 2.0), (2.0, 0.0), 0.4472),     # 2 / (sqrt 5 x 2)
+    ((0.0, 0.0), (1.0, 0.0), 0.0),        # a zero vector is like nothing
+    ((1.0, 0.0), (-1.0, 0.0), 0.0),       # a negative cosine counts as none
+])
+def test_mmr_cosine_of_embeddings(u, v, expected):
+    pair = [Candidate("a", "x", embedding=u), Candidate("b", "y", embedding=v)]
+    name, similar = similarity_for(pair)
+    assert (name, round(similar(*pair), 4), round(similar(pair[1], pair[0]), 4)) == ("cosine", expected, expected)
