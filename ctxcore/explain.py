@@ -65,7 +65,10 @@ def _kept(trace: Trace, cid: str) -> bool:
 
 
 def budget_needed(case: Case, cid: str, docs: int) -> Optional[int]:
-    """Smallest docs budget, from ``docs`` (the current one) up, at which ``cid`` is kept; None if none."""
+    """A docs budget, from ``docs`` (the current one) up, at which ``cid`` is kept, by bisection; None if none.
+
+    The smallest such budget wherever keeping it only grows with the budget; where it does not (a larger budget
+    lets a higher-ranked chunk take its room), a budget that keeps it, not always the smallest."""
     lo = docs
     first = case.run()
     # never past what the window lets the evidence have: a bigger docs budget only makes the final count

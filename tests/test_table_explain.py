@@ -547,3 +547,16 @@ def test_a_threshold_fix_offers_no_budget_the_fixed_blocks_leave_no_room_for():
     assert (t.budget.safe_input, t.budget.fixed) == (1045, 497)
     e = explain(t, "w")
     assert (e.fate, e.fix, e.fix_verified) == ("below_threshold", {"min_score": 0.2}, False)
+
+
+def test_the_budget_search_goes_to_the_ceiling_when_the_label_guess_misses():
+    # 150-token label lines, density order b (0.5/160), c (0.4/160), cid (0.6/250): cid is kept only once all
+    # three fit, 160 + 160 + 250 = 570. The search's first guess, 120 text tokens + 3 x 80 = 360, keeps nothing
+    # more; the ceiling (the 855-token safe input) does, and the search comes down to 570
+    cands = [Candidate("cid", text_of_tokens(100, "a"), 0.6), Candidate("b", text_of_tokens(10, "b"), 0.5),
+             Candidate("c", text_of_tokens(10, "c"), 0.4)]
+    t = build(cands, "q", Config(window=1000, max_output=100, budget=300, label_overhead=150, select="density"),
+              Inputs(system="word " * 500))
+    assert t.budget.safe_input == 855 and t.decision("cid").fate == "over_budget"
+    e = explain(t, "cid")
+    assert (e.fix, e.fix_verified, e.note) == ({"budget": 570}, True, "a docs budget of 570 tokens (now 300) keeps it")
