@@ -201,3 +201,35 @@ LABELS = {
 @pytest.mark.parametrize("cand, line", LABELS.values(), ids=LABELS.keys())
 def test_label_line(cand, line):
     assert label_line(cand, "S4") == line
+
+
+@pytest.mark.parametrize("select", ["score", "density", "mmr"])
+def test_a_passage_costs_its_text_and_the_label_line_the_prompt_shows(select):
+    # every field the label line shows is counted: a costs 6 text tokens + 32 for its label line and its line
+    # break + 1 for the blank line after it = 39; b 4 + 14 + 1 = 19 (measured one by one, or all together for
+    # density, which needs every label line before it can order the chunks)
+    cands = [Candidate("a", "Refunds take five days.", 0.9, version="2025.2-final", date="2025-01-01",
+                       title="Refund policy"), Candidate("b", "Shipping is free.", 0.5, version="v7")]
+    t = build(cands, "q", Config(budget=500, select=select))
+    lines = [line for line in t.prompt.text.splitlines() if line.startswith("[S")]
+    assert lines == ['[S1] source=a title="Refund policy" date=2025-01-01 version=2025.2-final score=0.9',
+                     "[S2] source=b version=v7 score=0.5"]
+    assert [(d.id, d.tokens, d.cost) for d in t.kept()] == [("a", 6, 39), ("b", 4, 19)]
+
+
+def test_history_turns_without_a_role_or_content_and_with_a_spread_out_role():
+    # a turn with no role is the user's, one with no content says nothing, a role's whitespace is one space
+    history = ({"content": "hello there"}, {"role": " team\n lead ", "content": "x"}, {"role": "assistant"})
+    t = build([Candidate("a", "Refunds take five days.", 0.9)], "q", Config(budget=100), Inputs(history=history))
+    start = t.prompt.text.index("<history>")
+    assert t.prompt.text[start:t.prompt.text.index("</history>") + 10] == (
+        "<history>\nuser: hello there\nteam lead: x\nassistant: \n</history>")
+
+
+def test_a_history_none_of_which_fits_costs_the_evidence_nothing():
+    # one 2,000-word turn against a 797-token history cap: no turn is kept, so neither is the history's fence
+    cands = [Candidate("a", "Refunds take five days.", 0.9)]
+    big = Inputs(history=({"role": "user", "content": "word " * 2000},))
+    t = build(cands, "q", Config(window=2400, max_output=200), big)
+    assert (t.budget.history_cap, t.budget.history_used, t.budget.history) == (797, 0, 0)
+    assert t.budget.docs == build(cands, "q", Config(window=2400, max_output=200)).budget.docs == 2090 - 96

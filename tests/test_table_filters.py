@@ -1,6 +1,9 @@
 """The filters as whole records: which version of a document is newest (natural version order), the stale
 Decisions, the unparsed_date and versions_disagree warnings word for word, permissions and the score threshold."""
 
+import time
+from datetime import datetime
+
 import pytest
 
 from conftest import warnings_of
@@ -152,3 +155,25 @@ AMOUNTS = [
 @pytest.mark.parametrize("text,expected", AMOUNTS)
 def test_amount_matches_read_what_the_definition_reads(text, expected):
     assert filters.amount_matches(text) == expected == filters._AMOUNT.findall(text)
+
+
+RFC = "Sat, 01 Mar 2025 10:00:00 +0000"
+
+
+@pytest.mark.parametrize("text,expected", [
+    (RFC + " (" + "c" * 30 + ")", datetime(2025, 3, 1, 10)),   # 64 characters: still read
+    (RFC + " (" + "c" * 31 + ")", None),                       # 65: longer than any date this reads
+    ("2024-01-01T10:00:00z", datetime(2024, 1, 1, 10)),        # a lower-case zone letter is UTC too
+    ("2024-01-01T10:00:00Z", datetime(2024, 1, 1, 10)),
+    ("2024-01-01T23:30:00-02:00", datetime(2024, 1, 2, 1, 30)),
+    ("2025-03-01", datetime(2025, 3, 1)),
+])
+def test_dates_are_read_as_utc_whatever_the_machines_zone(text, expected, monkeypatch):
+    # on a machine nine hours east of UTC: an aware time is converted to UTC, a naive one is taken as UTC already
+    monkeypatch.setenv("TZ", "JST-9")
+    time.tzset()
+    try:
+        assert filters._when(text) == expected
+    finally:
+        monkeypatch.undo()
+        time.tzset()

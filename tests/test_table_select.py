@@ -81,6 +81,18 @@ DEFINITION_CASES = {
         {"a": _over("a", "needs 30 tokens (30 text + 0 label) but only 10 of the 30-token docs budget were left")}),
     # the label line counts in the density: c 0.5/(20+8) = 0.018 before d 0.3/(10+8) = 0.017 (by text alone d,
     # 0.03, would go first); c takes all 28
+    # a score of 0 is worth nothing per token: p (0.5/10) goes first, z (0/10) finds nothing left
+    "density puts a zero score last": (
+        [Candidate("z", text_of_tokens(10, "bird"), 0.0), Candidate("p", text_of_tokens(10, "fish"), 0.5)],
+        {"budget": 10, "label_overhead": 0, "select": "density"},
+        [_kept("p", 10, 10, text_of_tokens(10, "fish"))],
+        {"z": _over("z", "needs 10 tokens (10 text + 0 label) but only 0 of the 10-token docs budget were left")}),
+    # a one-token chunk: 0.1/1 = 0.1 before 0.8/10 = 0.08, and then 9 are left for a 10-token one
+    "density of a one-token chunk": (
+        [Candidate("b", text_of_tokens(10, "bird"), 0.8), Candidate("a", text_of_tokens(1, "cat"), 0.1)],
+        {"budget": 10, "label_overhead": 0, "select": "density"},
+        [_kept("a", 1, 1, text_of_tokens(1, "cat"))],
+        {"b": _over("b", "needs 10 tokens (10 text + 0 label) but only 9 of the 10-token docs budget were left")}),
     "density counts the label line": (
         [Candidate("c", C, 0.5), Candidate("d", text_of_tokens(10, "bird"), 0.3)],
         {"budget": 28, "label_overhead": 8, "select": "density"},
