@@ -4,12 +4,21 @@
     python bench/mutation_score.py         # the table below, from what has been checked so far
     python bench/mutation_score.py --survivors answer   # the surviving mutants of one module, to review
     python bench/mutation_score.py --survivors answer --diff   # each with its diff
+    python bench/mutation_score.py --save      # write the results to bench/mutation_results.json (committed)
+    python bench/mutation_score.py --restore   # put them back into mutants/, for `mutmut run` to resume from
+
+A whole run takes longer than one working session on two cores, and ``mutants/`` is not kept in git: the results
+are committed in ``bench/mutation_results.json`` (each module's function hashes and each mutant's exit code), so
+the score in the README can be read again without a run (``--record``), and a run can resume where one stopped
+(mutmut keeps a result only while the function's hash is unchanged).
 
 Mutants reviewed as equivalent (no input tells them from the original) are listed in
 ``bench/mutation_equivalent.txt``, one per line as ``NAME  # why``; they are left out of the score and counted
 in their own column, and a listed name that is now caught or gone is reported so the list cannot go stale.
 
-Killed and timed-out mutants count as caught, as in mutmut's own score; survivors, mutants no selected
+Killed and timed-out mutants count as caught, as in mutmut's own score, except exit code 255: mutmut's worker
+says so when pytest could not even start the mutant's tests (a test id it could not find), so such a mutant is
+counted as not checked, and reported; survivors, mutants no selected
 test reaches and suspicious ones count against it; mutants not yet checked are left out (and counted in
 their own column). Needs mutmut installed (``pip install "mutmut>=3.2,<4"``): its exit-code table is used.
 """
@@ -28,6 +37,8 @@ from mutmut.stats import status_by_exit_code
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAUGHT = ("killed", "timeout")
 EQUIVALENT = os.path.join(ROOT, "bench", "mutation_equivalent.txt")
+RECORD = os.path.join(ROOT, "bench", "mutation_results.json")
+NOT_RUN = 255  # the worker's -1: pytest refused the arguments, no test ran
 
 
 def equivalents(path: str = EQUIVALENT) -> dict[str, str]:
@@ -48,18 +59,49 @@ def equivalents(path: str = EQUIVALENT) -> dict[str, str]:
 
 def status(code) -> str:
     """caught, survived, no tests, skipped, not checked, or what else mutmut calls it."""
+    if code == NOT_RUN:
+        return "not checked"
     name = status_by_exit_code[code]
     return "caught" if name in CAUGHT else name
 
 
-def results(folder: str) -> dict[str, dict[str, int | None]]:
-    """Module name -> {mutant name: exit code} for every module mutmut mutated."""
+def metas(folder: str) -> dict[str, dict]:
+    """Source path -> mutmut's meta record (function hashes, exit codes) for every file mutmut mutated."""
     out = {}
     for meta in sorted(glob.glob(os.path.join(folder, "**", "*.py.meta"), recursive=True)):
-        module = os.path.relpath(meta, folder)[:-len(".py.meta")].replace(os.sep, ".")
         with open(meta) as fh:
-            out[module] = json.load(fh)["exit_code_by_key"]
+            out[os.path.relpath(meta, folder)[:-len(".meta")].replace(os.sep, "/")] = json.load(fh)
     return out
+
+
+def results(folder: str) -> dict[str, dict[str, int | None]]:
+    """Module name -> {mutant name: exit code} for every module mutmut mutated."""
+    return {path[:-len(".py")].replace("/", "."): m["exit_code_by_key"] for path, m in metas(folder).items()}
+
+
+def save(folder: str, record: str = RECORD) -> int:
+    """Write the function hashes and exit codes under ``folder`` to the committed record."""
+    kept = {path: {"hash_by_function_name": dict(sorted(m["hash_by_function_name"].items())),
+                   "exit_code_by_key": dict(sorted(m["exit_code_by_key"].items()))}
+            for path, m in metas(folder).items()}
+    with open(record, "w") as fh:
+        json.dump(kept, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    return sum(len(m["exit_code_by_key"]) for m in kept.values())
+
+
+def restore(folder: str, record: str = RECORD) -> int:
+    """Write mutmut's meta files under ``folder`` from the record: ``mutmut run`` then keeps every result whose
+    function is unchanged and checks the rest."""
+    with open(record, encoding="utf-8") as fh:
+        kept = json.load(fh)
+    for path, m in kept.items():
+        meta = os.path.join(folder, *path.split("/")) + ".meta"
+        os.makedirs(os.path.dirname(meta), exist_ok=True)
+        with open(meta, "w") as fh:
+            json.dump({**m, "type_check_error_by_key": {}, "durations_by_key": {}, "estimated_durations_by_key": {}},
+                      fh, indent=4)
+    return sum(len(m["exit_code_by_key"]) for m in kept.values())
 
 
 def main(argv=None) -> int:
@@ -67,10 +109,23 @@ def main(argv=None) -> int:
     ap.add_argument("--mutants", default=os.path.join(ROOT, "mutants"))
     ap.add_argument("--survivors", metavar="MODULE", help="list the surviving mutants of this module (e.g. answer)")
     ap.add_argument("--diff", action="store_true", help="with --survivors: print each survivor's diff")
+    ap.add_argument("--record", action="store_true", help="read the committed results instead of mutants/")
+    ap.add_argument("--save", action="store_true", help="write the results under mutants/ to the record")
+    ap.add_argument("--restore", action="store_true", help="write the record's results into mutants/")
     args = ap.parse_args(argv)
-    found = results(args.mutants)
+    if args.save:
+        print(f"{save(args.mutants)} results written to {os.path.relpath(RECORD)}")
+        return 0
+    if args.restore:
+        print(f"{restore(args.mutants)} results written under {args.mutants}; `mutmut run` resumes from them")
+        return 0
+    if args.record:
+        with open(RECORD, encoding="utf-8") as fh:
+            found = {path[:-len(".py")].replace("/", "."): m["exit_code_by_key"] for path, m in json.load(fh).items()}
+    else:
+        found = results(args.mutants)
     if not found:
-        print(f"no mutmut results under {args.mutants}: run `mutmut run` first")
+        print(f"no mutmut results under {args.mutants}: run `mutmut run` first, or read the committed ones (--record)")
         return 1
     same = equivalents()
     if args.survivors:
@@ -99,6 +154,10 @@ def main(argv=None) -> int:
     stale = sorted(n for n in same if n not in every or status(every[n]) not in ("survived", "not checked"))
     if stale:
         print(f"listed as equivalent but caught or gone ({len(stale)}): " + ", ".join(stale))
+    not_run = sorted(n for n, code in every.items() if code == NOT_RUN)
+    if not_run:
+        print(f"{len(not_run)} mutants came back with exit code 255 (pytest could not start their tests); they are "
+              f"counted as not checked: re-run them with `mutmut run NAME ...`")
     return 0
 
 

@@ -15,7 +15,7 @@ from conftest import cand, input_error, same
 from ctxcore import load, loads
 from ctxcore.limits import MAX_BYTES, MAX_CANDIDATES, MAX_DEPTH, MAX_FIELD_CHARS
 from ctxcore.loaders import candidates_from_objects
-from ctxcore.reading import csv_rows, parse_json, parse_text, too_big
+from ctxcore.reading import csv_rows, decode, parse_json, parse_text, too_big
 
 SURROGATE = r"contains a lone surrogate (an escaped \ud800-\udfff), which is not valid Unicode"
 NOT_FINITE = "holds a number that is not finite (NaN, Infinity or too large)"
@@ -485,3 +485,10 @@ def test_csv_with_bare_carriage_returns_is_read_record_by_record():
     assert csv_rows(text, "c.csv") == [(1, ["id", "text"]), (2, ["a", "x"]), (3, ["b", "y\rz"]), (5, ["", "w"])]
     assert [(c.id, c.text) for c in loads(text, "c.csv").candidates] == [("a", "x"), ("b", "y\rz"), ("c3", "w")]
     assert input_error(loads, "id,text\ra,x\rb,y,z\r", "c.csv") == "c.csv, row 3: has 3 cells but the header has 2"
+
+
+def test_bytes_are_decoded_or_refused_naming_the_first_bad_line():
+    assert input_error(decode, b"\xff") == "input, line 1: not UTF-8 text (byte 0xff at offset 0); save the file as UTF-8"
+    # the first NUL names the line, wherever the others are
+    assert input_error(decode, b"a\nb\x00\x00\nc\x00", "f.txt") == "f.txt, line 2: binary data (NUL bytes), not a text file"
+    assert decode(b"\xef\xbb\xbfcaf\xc3\xa9", "f.txt") == "café"  # a UTF-8 BOM is dropped

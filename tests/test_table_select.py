@@ -10,7 +10,7 @@ candidate ``a`` with score 0.9 is ``[S1] source=a score=0.9`` plus its line brea
 import pytest
 from conftest import text_of_tokens
 
-from ctxcore import Candidate, Config, Decision, select
+from ctxcore import Candidate, Config, Decision, build, select
 from ctxcore.pipeline import state_before
 from ctxcore.select import similarity_for
 
@@ -286,3 +286,14 @@ def test_mmr_cosine_of_embeddings(u, v, expected):
     pair = [Candidate("a", "x", embedding=u), Candidate("b", "y", embedding=v)]
     name, similar = similarity_for(pair)
     assert (name, round(similar(*pair), 4), round(similar(pair[1], pair[0]), 4)) == ("cosine", expected, expected)
+
+
+def test_remembered_too_long_records_are_per_budget():
+    # the same candidate tuple rebuilt at 55, 60 and 55 tokens: a costs 30 + 12 = 42 each time, so 13, then 18,
+    # then 13 are left, and each build's records say its own numbers
+    cands = tuple(THREE)
+    for budget, left in ((55, 13), (60, 18), (55, 13)):
+        t = build(cands, "q", Config(budget=budget, near_dup=None))
+        assert [(d.id, d.reason) for d in t.decisions if d.fate == "over_budget"] == [
+            (i, f"needs its {n} text tokens plus a label line but only {left} of the {budget}-token docs budget "
+                "were left") for i, n in (("big", 50), ("c", 20))]

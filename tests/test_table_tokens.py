@@ -8,6 +8,7 @@ import os
 import tempfile
 
 import pytest
+import tiktoken
 
 import ctxcore.tokens as tokens
 from ctxcore import get_tokenizer
@@ -209,3 +210,13 @@ def test_a_build_attaches_each_candidates_count(cl100k):
 def test_piece_spans_of_a_text_with_a_lone_surrogate(cl100k):
     # tiktoken encodes the repaired text "a\ufffdb" as 3 tokens; the spans come from character offsets then
     assert cl100k.piece_tokens(["a\ud800", "b"]) == ([(0, 2), (2, 3)], 3)
+
+
+@pytest.mark.parametrize("array", [False, True])
+def test_counting_joined_texts_with_special_token_text_in_them(array):
+    # a text that spells a special token is counted on its own, as ordinary text: "a <|endoftext|> b" is 8 tokens,
+    # "<|fim_prefix|>x" 8, so the joined count of the others is not split at them
+    encoding = tiktoken.get_encoding("cl100k_base")
+    texts = ["a <|endoftext|> b", "plain text", "<|fim_prefix|>x", "", "more plain text"]
+    assert tokens.count_joined(encoding, texts, array) == [8, 2, 8, 0, 3] == [
+        len(encoding.encode_ordinary(t)) for t in texts]
