@@ -124,3 +124,16 @@ def test_the_sweep_without_bit_rows():
     assert wordsets.dense_cost(sets, 0.8) >= wordsets.join_size(sets, 0.8)
     assert _sweep(sets, 0.8) == [None] * 21 + [(20, 1.0)]
     assert _sweep(sets, 0.8, rows=[0, 20, 21]) == [None, None, (1, 1.0)]
+
+
+def test_many_texts_are_compared_by_the_measure_asked_for():
+    # 500 texts (the numpy join): each of 250 lists of ten words ("aab bab cab ... jab" for list 1) and the same
+    # words reversed. As word sets a reversed text is its original (1.0); as character 5-grams the two share 24 of
+    # their 46 (0.52, under 0.8), and no two lists share a word
+    texts = []
+    for i in range(250):
+        w = [first + chr(97 + i // 26) + chr(97 + i % 26) for first in "abcdefghij"]
+        texts += [" ".join(w), " ".join(reversed(w))]
+    assert join_texts(texts, "shingles", 0.8)[1] is not None
+    assert near_matches(texts, "shingles", 0.8) == [None] * 500
+    assert near_matches(texts, "words", 0.8) == [(k - 1, 1.0) if k % 2 else None for k in range(500)]

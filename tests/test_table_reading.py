@@ -492,3 +492,23 @@ def test_bytes_are_decoded_or_refused_naming_the_first_bad_line():
     # the first NUL names the line, wherever the others are
     assert input_error(decode, b"a\nb\x00\x00\nc\x00", "f.txt") == "f.txt, line 2: binary data (NUL bytes), not a text file"
     assert decode(b"\xef\xbb\xbfcaf\xc3\xa9", "f.txt") == "café"  # a UTF-8 BOM is dropped
+
+
+def test_a_value_of_exactly_the_limit_is_not_the_one_named():
+    # "a" holds exactly 8 MiB of characters (allowed), "b" one more: the path named is b's
+    text = '{"a": "%s", "b": "%s"}' % ("x" * MAX_FIELD_CHARS, LONG)
+    assert input_error(parse_json, text, "in.json") == (
+        "in.json, field 'b': a value of 8,388,609 characters; the limit is 8,388,608")
+
+
+def test_nesting_of_exactly_the_limit_is_read_from_a_text_long_enough_to_be_scanned():
+    # 100 levels with a ten-character string inside: 212 characters, past the 202 a text needs before its
+    # depth is counted at all; 101 levels are refused
+    inner = '"' + "x" * 10 + '"'
+    assert parse_json("[" * 100 + inner + "]" * 100, "in.json") is not None
+    assert input_error(parse_json, "[" * 101 + inner + "]" * 101, "in.json") == (
+        f"in.json, field '{DEEP_PATH}': JSON is nested too deeply to read (more than 100 levels)")
+
+
+def test_json_read_without_a_source_names_its_input():
+    assert input_error(parse_json, "[1") == "input, line 1: not valid JSON: Expecting ',' delimiter (column 3)"

@@ -297,3 +297,14 @@ def test_remembered_too_long_records_are_per_budget():
         assert [(d.id, d.reason) for d in t.decisions if d.fate == "over_budget"] == [
             (i, f"needs its {n} text tokens plus a label line but only {left} of the {budget}-token docs budget "
                 "were left") for i, n in (("big", 50), ("c", 20))]
+
+
+def test_a_remembered_entry_for_other_candidates_is_never_used():
+    # records are remembered per id() of the candidate tuple; a freed tuple's id can come back for another one,
+    # so the entry holds its tuple and is used only for that very tuple. Seed what a freed tuple would have left.
+    before = _before(THREE, budget=55)
+    wrong = {i: Decision(i, "over_budget", "select", "a record made for other candidates") for i in ("big", "c")}
+    select._TOO_LONG.keep((id(before.candidates), 13, 55), (tuple(THREE), wrong))
+    assert dict(select.run(before).removed) == {
+        i: Decision(i, "over_budget", "select", f"needs its {n} text tokens plus a label line but only 13 of the "
+                                                "55-token docs budget were left") for i, n in (("big", 50), ("c", 20))}
