@@ -4,7 +4,7 @@ survivor, similarity) under words, shingles and cosine, and the cosine warnings 
 import pytest
 
 from ctxcore import Candidate, Config, Decision, build
-from ctxcore import wordsets
+from ctxcore import dedup, wordsets
 from ctxcore.dedup import _sweep, join_texts, near_matches
 
 
@@ -137,3 +137,17 @@ def test_many_texts_are_compared_by_the_measure_asked_for():
     assert join_texts(texts, "shingles", 0.8)[1] is not None
     assert near_matches(texts, "shingles", 0.8) == [None] * 500
     assert near_matches(texts, "words", 0.8) == [(k - 1, 1.0) if k % 2 else None for k in range(500)]
+
+
+def test_a_join_past_its_limit_hands_over_to_the_sweep_when_the_sweep_pays(monkeypatch):
+    # the handover, on three texts, with _SWEEP_FROM moved to where their join's cost sits: "a b c", "a b d",
+    # "a c d" at 0.5 mostly match each other (the sweep pays), "a b", "c d", "e f" do not
+    pays, not_pays = ["a b c", "a b d", "a c d"], ["a b", "c d", "e f"]
+    sets = wordsets.word_sets(pays)
+    cost = wordsets.join_size(sets, 0.5)
+    monkeypatch.setattr(dedup, "_SWEEP_FROM", cost - 1)
+    assert dedup.join_texts(pays, "words", 0.5, sets=sets) == (None, sets, 0.5)
+    monkeypatch.setattr(dedup, "_SWEEP_FROM", cost)  # not past the limit: the join
+    assert dedup.join_texts(pays, "words", 0.5, sets=sets)[0] is not None
+    monkeypatch.setattr(dedup, "_SWEEP_FROM", -1)  # past it, but the sweep would not pay
+    assert dedup.join_texts(not_pays, "words", 0.5, sets=wordsets.word_sets(not_pays))[0] == [[], [], []]
