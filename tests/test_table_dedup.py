@@ -151,3 +151,17 @@ def test_a_join_past_its_limit_hands_over_to_the_sweep_when_the_sweep_pays(monke
     assert dedup.join_texts(pays, "words", 0.5, sets=sets)[0] is not None
     monkeypatch.setattr(dedup, "_SWEEP_FROM", -1)  # past it, but the sweep would not pay
     assert dedup.join_texts(not_pays, "words", 0.5, sets=wordsets.word_sets(not_pays))[0] == [[], [], []]
+
+
+def test_each_sweep_is_remembered_under_its_own_texts(monkeypatch):
+    # with the limits moved so that three texts are swept: "a b d" and "a c d" share 2 of 4 words with "a b c"
+    # (0.5); in the second set only "x y w" repeats "x y z". The second sweep must not be answered by the first.
+    monkeypatch.setattr(dedup, "_VECTORISED_FROM", 1)
+    monkeypatch.setattr(dedup, "_SWEEP_FROM", -1)
+    fates = {}
+    for texts in (["a b c", "a b d", "a c d"], ["x y z", "x y w", "p q r"]):
+        t = build([Candidate(f"c{i}", s, 0.9 - i / 10) for i, s in enumerate(texts)], "q",
+                  Config(budget=500, near_dup=0.5))
+        fates[texts[0]] = [(d.fate, d.duplicate_of) for d in t.decisions]
+    assert fates == {"a b c": [("kept", None), ("near_duplicate", "c0"), ("near_duplicate", "c0")],
+                     "x y z": [("kept", None), ("near_duplicate", "c0"), ("kept", None)]}

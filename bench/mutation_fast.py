@@ -1,0 +1,165 @@
+"""Check mutmut's unchecked mutants in one warm pytest session, fastest tests first (issue #20).
+
+    python bench/mutation_fast.py                 # every mutant mutmut has not checked yet, in mutants/
+    python bench/mutation_fast.py --verify 200    # re-check 200 that mutmut decided (half survivors), compare
+    python bench/mutation_fast.py NAME ...        # re-check these (after a new test)
+
+It runs mutmut's own mutants (``mutants/``, made by ``mutmut run``) with mutmut's own map of which tests cover
+which function and how long each took (``mutants/mutmut-stats.json``), and writes each verdict into mutmut's meta
+files with mutmut's exit codes (1 killed, 0 survived, 36 timeout), so ``mutmut results`` and
+``bench/mutation_score.py`` read them as their own. Why: mutmut 3.8 hands a worker the covering tests in set
+order and the worker collects them again; a mutant most tests kill is then often run for seconds before the
+first failing test. Here the tests are collected once, in a session inside ``mutants/`` with the options and
+test files of ``[tool.mutmut]``; each mutant gets a forked worker that sets ``MUTANT_UNDER_TEST`` and runs the
+covering tests shortest first, stopping at the first failure, under mutmut's time limit (CPU seconds: ten times
+the covering tests' time plus ten; a worker past half of it in wall time is stopped: a timeout). No test runs in
+the parent, so every worker sets its fixtures up afresh under its own mutant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import random
+import resource
+import sys
+import time
+import tomllib
+
+import pytest
+from _pytest.runner import runtestprotocol
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KILLED, SURVIVED, TIMEOUT = 1, 0, 36
+
+
+def _metas(folder: str) -> dict[str, dict]:
+    out = {}
+    for path in sorted(glob.glob(os.path.join(folder, "**", "*.py.meta"), recursive=True)):
+        with open(path) as fh:
+            out[path] = json.load(fh)
+    return out
+
+
+def _covering(stats: dict, name: str) -> list[str]:
+    """The tests that cover the mutant's function, shortest first (ties by id)."""
+    function = name.rsplit("__mutmut_", 1)[0]
+    tests = stats["tests_by_mangled_function_name"].get(function, [])
+    return sorted(set(tests), key=lambda t: (stats["duration_by_test"].get(t, 0.0), t))
+
+
+class _Checker:
+    """A pytest plugin: after collection, fork one worker per mutant instead of running the session's tests."""
+
+    def __init__(self, todo: list[str], stats: dict, workers: int, on_verdict):
+        self.todo, self.stats, self.workers, self.on_verdict = todo, stats, workers, on_verdict
+        self.items: dict[str, pytest.Item] = {}
+
+    def pytest_collection_modifyitems(self, items):
+        self.items = {item.nodeid: item for item in items}
+
+    def pytest_runtestloop(self, session):
+        running: dict[int, tuple[str, float, float]] = {}  # pid -> (mutant, start, wall limit)
+        queue = list(self.todo)
+        while queue or running:
+            while queue and len(running) < self.workers:
+                name = queue.pop(0)
+                items = [self.items[t] for t in _covering(self.stats, name) if t in self.items]
+                if not items:
+                    self.on_verdict(name, 33)  # no test reaches it
+                    continue
+                cpu = math.ceil((sum(self.stats["duration_by_test"].get(i.nodeid, 0.0) for i in items) + 1) * 10)
+                pid = os.fork()
+                if pid == 0:
+                    self._work(name, items, cpu)
+                running[pid] = (name, time.monotonic(), cpu / 2)
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                now = time.monotonic()
+                for p, (name, start, wall) in list(running.items()):
+                    if now - start > wall:
+                        os.kill(p, 9)
+                time.sleep(0.01)
+                continue
+            name, _, _ = running.pop(pid)
+            code = os.waitstatus_to_exitcode(status)
+            self.on_verdict(name, code if code in (KILLED, SURVIVED) else TIMEOUT)
+        return True
+
+    @staticmethod
+    def _work(name: str, items: list, cpu: int) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        os.environ["MUTANT_UNDER_TEST"] = name
+        try:
+            for i, item in enumerate(items):
+                reports = runtestprotocol(item, nextitem=items[i + 1] if i + 1 < len(items) else None, log=False)
+                if any(r.failed for r in reports):
+                    os._exit(KILLED)
+        except BaseException:  # noqa: BLE001 - the mutant broke the run itself: pytest would report an error
+            os._exit(KILLED)
+        os._exit(SURVIVED)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*", help="mutants to re-check (default: every unchecked one)")
+    ap.add_argument("--mutants", default=os.path.join(ROOT, "mutants"))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--verify", type=int, metavar="N", help="re-check N mutants mutmut decided; write nothing")
+    args = ap.parse_args(argv)
+    folder = os.path.abspath(args.mutants)
+    with open(os.path.join(folder, "mutmut-stats.json")) as fh:
+        stats = json.load(fh)
+    metas = _metas(folder)
+    meta_of = {name: path for path, m in metas.items() for name in m["exit_code_by_key"]}
+    code_of = {name: metas[path]["exit_code_by_key"][name] for name, path in meta_of.items()}
+    if args.verify:
+        pick = random.Random(20)
+        todo = []
+        for verdict in (SURVIVED, KILLED):  # survivors are few: up to half of the sample, the rest killed
+            those = sorted(n for n, c in code_of.items() if c == verdict)
+            todo += pick.sample(those, min(len(those), args.verify // 2 if verdict == SURVIVED else
+                                           args.verify - len(todo)))
+    else:
+        todo = args.names or [n for n, c in code_of.items() if c is None]
+    todo.sort(key=lambda n: sum(stats["duration_by_test"].get(t, 0.0) for t in _covering(stats, n)))
+    done, differ, started = [0], [], time.monotonic()
+
+    def on_verdict(name: str, code: int) -> None:
+        done[0] += 1
+        if args.verify:
+            if code != code_of[name]:
+                differ.append((name, code_of[name], code))
+        else:
+            metas[meta_of[name]]["exit_code_by_key"][name] = code
+            with open(meta_of[name], "w") as fh:
+                json.dump(metas[meta_of[name]], fh, indent=4)
+        if done[0] % 50 == 0 or done[0] == len(todo):
+            print(f"{done[0]}/{len(todo)} checked in {time.monotonic() - started:.0f} s", file=sys.__stdout__,
+                  flush=True)
+
+    cfg = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["tool"]["mutmut"]
+    os.environ["MUTANT_UNDER_TEST"] = ""
+    os.chdir(folder)
+    sys.path.insert(0, folder)  # the mutated ctxcore, as mutmut's own runs import it
+    pytest.main(["--rootdir=.", "-q"] + cfg["pytest_add_cli_args"]
+                + cfg["pytest_add_cli_args_test_selection"],
+                plugins=[_Checker(todo, stats, args.workers, on_verdict)])
+    if done[0] != len(todo):
+        print(f"only {done[0]} of {len(todo)} mutants were checked: the test session did not start (see above)")
+        return 1
+    if args.verify:
+        print(f"{len(todo) - len(differ)} of {len(todo)} verdicts agree with mutmut's")
+        for name, theirs, ours in differ:
+            print(f"  {name}: mutmut {theirs}, here {ours}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
