@@ -160,8 +160,17 @@ def test_each_sweep_is_remembered_under_its_own_texts(monkeypatch):
     monkeypatch.setattr(dedup, "_SWEEP_FROM", -1)
     fates = {}
     for texts in (["a b c", "a b d", "a c d"], ["x y z", "x y w", "p q r"]):
-        t = build([Candidate(f"c{i}", s, 0.9 - i / 10) for i, s in enumerate(texts)], "q",
-                  Config(budget=500, near_dup=0.5))
+        # and a candidate the caller may not see, gone before dedup: only the others' rows are swept
+        cands = [Candidate("hr", "a b c x y z", 0.95, permissions=("hr",))] + [
+            Candidate(f"c{i}", s, 0.9 - i / 10) for i, s in enumerate(texts)]
+        t = build(cands, "q", Config(budget=500, near_dup=0.5, caller="guest"))
         fates[texts[0]] = [(d.fate, d.duplicate_of) for d in t.decisions]
-    assert fates == {"a b c": [("kept", None), ("near_duplicate", "c0"), ("near_duplicate", "c0")],
-                     "x y z": [("kept", None), ("near_duplicate", "c0"), ("kept", None)]}
+    assert fates == {"a b c": [("not_permitted", None), ("kept", None), ("near_duplicate", "c0"),
+                               ("near_duplicate", "c0")],
+                     "x y z": [("not_permitted", None), ("kept", None), ("near_duplicate", "c0"), ("kept", None)]}
+
+
+def test_pairs_among_some_rows_only_keep_pairs_inside_them():
+    # rows 1 and 2 of three: 1's match with 0 is outside and goes; 2's match with 1 becomes a match with place 0
+    assert dedup._among([[], [(0, 0.9)], [(1, 0.8)]], [1, 2]) == [[], [(0, 0.8)]]
+    assert dedup._among([[], [(0, 0.9)], [(0, 0.8), (1, 0.85)]], [0, 2]) == [[], [(0, 0.8)]]
