@@ -81,6 +81,25 @@ DEFINITION_CASES = {
         {"a": _over("a", "needs 30 tokens (30 text + 0 label) but only 10 of the 30-token docs budget were left")}),
     # the label line counts in the density: c 0.5/(20+8) = 0.018 before d 0.3/(10+8) = 0.017 (by text alone d,
     # 0.03, would go first); c takes all 28
+    # 13 + 2 is over 12 though 13 - 2 is not: still cut, to the 6-token sentence, cost 8
+    "a chunk over what is left by its label line alone is cut too": (
+        [Candidate("g", REFUNDS, 0.9)], {"budget": 12, "label_overhead": 2, "compress": True},
+        [_kept("g", 6, 8, "Refunds take five days.", compressed=True)], {}),
+    # 13 + 2 is exactly 15: it fits whole, nothing is cut
+    "a chunk that fits exactly is not cut": (
+        [Candidate("g", REFUNDS, 0.9)], {"budget": 15, "label_overhead": 2, "compress": True},
+        [_kept("g", 13, 15, REFUNDS)], {}),
+    "a chunk over the cap with compression off is dropped, though a sentence of it would fit": (
+        [Candidate("g", REFUNDS, 0.9)], {"budget": 100, "label_overhead": 2, "max_chunk_tokens": 10},
+        [], {"g": _over("g", "13 tokens is over the per-chunk cap of 10 and compression is off")}),
+    "a chunk of exactly the cap is not over it": (
+        [Candidate("b", text_of_tokens(25, "bird"), 0.9)], {"budget": 100, "label_overhead": 0, "max_chunk_tokens": 25},
+        [_kept("b", 25, 25, text_of_tokens(25, "bird"))], {}),
+    # both sentences are about refunds (6 + 5 tokens): what is left after the label line, 8, holds only the first
+    "a cut chunk keeps what fits beside its label line": (
+        [Candidate("r", "Refunds take five days. Refunds need a receipt.", 0.9)],
+        {"budget": 10, "label_overhead": 2, "compress": True},
+        [_kept("r", 6, 8, "Refunds take five days.", compressed=True)], {}),
     # a score of 0 is worth nothing per token: p (0.5/10) goes first, z (0/10) finds nothing left
     "density puts a zero score last": (
         [Candidate("z", text_of_tokens(10, "bird"), 0.0), Candidate("p", text_of_tokens(10, "fish"), 0.5)],
