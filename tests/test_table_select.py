@@ -327,3 +327,19 @@ def test_a_remembered_entry_for_other_candidates_is_never_used():
     assert dict(select.run(before).removed) == {
         i: Decision(i, "over_budget", "select", f"needs its {n} text tokens plus a label line but only 13 of the "
                                                 "55-token docs budget were left") for i, n in (("big", 50), ("c", 20))}
+
+
+def test_the_shortest_label_line_fills_what_is_left_exactly():
+    # an unscored chunk with id "x" has the shortest label line there is ("[S1] source=x", its line break and the
+    # blank line: 7 tokens): 20 text tokens + 7 = 27 fill a 27-token budget, and the floor under every label line
+    # must not call it too long
+    t = build([Candidate("x", text_of_tokens(20, "bird"), None)], "q", Config(budget=27))
+    assert [(d.fate, d.tokens, d.cost) for d in t.decisions] == [("kept", 20, 27)]
+
+
+def test_with_compression_on_a_chunk_too_long_whole_is_cut_rather_than_called_too_long():
+    # its text alone (6 + 30 tokens) is over the 18-token budget, but it is not set aside as too long: cut to its
+    # 6-token sentence it costs 6 + 12 for its label line = 18
+    text = "Refunds take five days. " + text_of_tokens(30, "bird")
+    t = build([Candidate("g", text, 0.9)], QUERY, Config(budget=18, compress=True))
+    assert [(d.fate, d.tokens, d.cost, d.compressed) for d in t.decisions] == [("kept", 6, 18, True)]
