@@ -343,3 +343,19 @@ def test_with_compression_on_a_chunk_too_long_whole_is_cut_rather_than_called_to
     text = "Refunds take five days. " + text_of_tokens(30, "bird")
     t = build([Candidate("g", text, 0.9)], QUERY, Config(budget=18, compress=True))
     assert [(d.fate, d.tokens, d.cost, d.compressed) for d in t.decisions] == [("kept", 6, 18, True)]
+
+
+@pytest.mark.parametrize("n, said", [
+    # 10 text tokens + the 5-token floor under every label line is over the 13 left: set aside unmeasured
+    (10, "needs its 10 text tokens plus a label line but only 13 of the 55-token docs budget were left"),
+    # 8 + 5 is exactly 13: measured, and its 12-token label line is what it lacks room for
+    (8, "needs 20 tokens (8 text + 12 label) but only 13 of the 55-token docs budget were left"),
+])
+def test_a_chunk_is_set_aside_unmeasured_only_when_its_text_and_the_floor_are_over_what_is_left(n, said):
+    # a costs 30 + 12 = 42 of 55; a shorter chunk (s, 2 tokens) comes after m, so the walk goes on past m
+    cands = [Candidate("a", A, 0.9), Candidate("m", text_of_tokens(n, "fish"), 0.8),
+             Candidate("s", text_of_tokens(2, "cat"), 0.7)]
+    t = build(cands, "q", Config(budget=55, near_dup=None))
+    assert [(d.id, d.fate, d.reason) for d in t.decisions][1:] == [
+        ("m", "over_budget", said),
+        ("s", "over_budget", "needs 14 tokens (2 text + 12 label) but only 13 of the 55-token docs budget were left")]
