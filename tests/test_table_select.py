@@ -359,3 +359,16 @@ def test_a_chunk_is_set_aside_unmeasured_only_when_its_text_and_the_floor_are_ov
     assert [(d.id, d.fate, d.reason) for d in t.decisions][1:] == [
         ("m", "over_budget", said),
         ("s", "over_budget", "needs 14 tokens (2 text + 12 label) but only 13 of the 55-token docs budget were left")]
+
+
+def test_chunks_set_aside_are_decided_with_what_was_left_before_the_next_one_kept():
+    # a takes 42 of 56: 14 left; m (10 + the floor of 5) is set aside; s (2 + 12) then fills the 14. m's record
+    # says what was left when it was set aside, not the 0 after s
+    cands = [Candidate("a", A, 0.9), Candidate("m", text_of_tokens(10, "fish"), 0.8),
+             Candidate("s", text_of_tokens(2, "cat"), 0.7)]
+    t = build(cands, "q", Config(budget=56, near_dup=None))
+    assert [(d.id, d.fate, d.reason) for d in t.decisions] == [
+        ("a", "kept", "rank 1, score 0.9; selected by score for 42 tokens (42 of 56 used)"),
+        ("m", "over_budget", "needs its 10 text tokens plus a label line but only 14 of the 56-token docs budget were "
+                             "left"),
+        ("s", "kept", "rank 3, score 0.7; selected by score for 14 tokens (56 of 56 used)")]
