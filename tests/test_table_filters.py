@@ -177,3 +177,24 @@ def test_dates_are_read_as_utc_whatever_the_machines_zone(text, expected, monkey
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+@pytest.mark.parametrize("k, more", [(5, ""), (6, " and 1 more")])
+def test_unreadable_dates_are_listed_five_at_most(k, more):
+    cands = [Candidate("ok", "limit 500 EUR", 0.9, doc_id="p", date="2025-01-01")] + [
+        Candidate(f"u{i}", f"text {i}", 0.5, doc_id="p", date=f"someday {i}") for i in range(k)]
+    t = build(cands, "q", Config(budget=500))
+    shown = ", ".join(f"u{i} ('someday {i}')" for i in range(5))
+    assert [str(w) for w in t.warnings if w.kind == "unparsed_date"] == [
+        f"the date of {shown}{more} could not be read, so they were not compared with the other versions of p: "
+        "neither stale nor making another stale"]
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Refunds above 500 EUR need approval.", "Refunds need approval."),   # only the older version names an amount
+    ("Refunds need approval.", "Refunds above 800 EUR need approval."),   # only the newest does
+])
+def test_versions_disagree_only_when_both_name_amounts(old, new):
+    t = build([Candidate("old", old, 0.9, doc_id="p", date="2024-01-01"),
+               Candidate("new", new, 0.8, doc_id="p", date="2025-01-01")], "q", Config(budget=500))
+    assert [w for w in t.warnings if w.kind == "versions_disagree"] == []
