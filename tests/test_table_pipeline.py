@@ -159,3 +159,12 @@ def test_evidence_cost_counts_a_kept_passage_without_a_cost_as_nothing():
     t = dataclasses.replace(t, decisions=tuple(dataclasses.replace(d, cost=None) if d.id == "o" else d
                                                for d in t.decisions))
     assert evidence_cost(t) == 4
+
+
+def test_dated_candidates_without_a_doc_id_are_named_fifty_at_most():
+    cands = [Candidate(f"c{i:02d}", f"text number {i}", 0.5, date="2025-01-01") for i in range(51)] + [
+        Candidate("d", "doc text", 0.5, doc_id="p", date="2024-01-01")]
+    t = build(cands, "q", Config(budget=5000, near_dup=None))
+    assert [(str(w), w.ids) for w in t.warnings if w.kind == "no_doc_id"] == [
+        ("51 of 52 dated candidates have no doc_id, so their dates were not compared with any other: prefer_newest "
+         "compares versions only within one doc_id", tuple(f"c{i:02d}" for i in range(50)))]
