@@ -168,3 +168,11 @@ def test_dated_candidates_without_a_doc_id_are_named_fifty_at_most():
     assert [(str(w), w.ids) for w in t.warnings if w.kind == "no_doc_id"] == [
         ("51 of 52 dated candidates have no doc_id, so their dates were not compared with any other: prefer_newest "
          "compares versions only within one doc_id", tuple(f"c{i:02d}" for i in range(50)))]
+
+
+def test_copies_of_an_id_with_other_texts_are_renamed_each_to_its_own_id():
+    t = build([Candidate("a", "first text", 0.9), Candidate("a", "second text", 0.8),
+               Candidate("a", "third text", 0.7)], "q", Config(budget=500, near_dup=None))
+    assert [(d.id, d.fate) for d in t.decisions] == [("a", "kept"), ("a#2", "kept"), ("a#3", "kept")]
+    assert [(str(w), w.ids) for w in t.warnings if w.kind == "repeated_ids"] == [
+        ("id 'a' appears 3 times in the input: copies with other text renamed a#2, a#3", ("a", "a#2", "a#3"))]
