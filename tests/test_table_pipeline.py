@@ -8,7 +8,7 @@ import pytest
 
 from conftest import warnings_of
 
-from ctxcore import Candidate, Config, Decision, Inputs, build, evidence_cost, rank_order, select
+from ctxcore import Candidate, Config, Decision, Inputs, build, evidence_cost, loads, rank_order, select
 from ctxcore.pipeline import state_before
 
 
@@ -176,3 +176,22 @@ def test_copies_of_an_id_with_other_texts_are_renamed_each_to_its_own_id():
     assert [(d.id, d.fate) for d in t.decisions] == [("a", "kept"), ("a#2", "kept"), ("a#3", "kept")]
     assert [(str(w), w.ids) for w in t.warnings if w.kind == "repeated_ids"] == [
         ("id 'a' appears 3 times in the input: copies with other text renamed a#2, a#3", ("a", "a#2", "a#3"))]
+
+
+def test_warnings_about_many_candidates_name_fifty_of_them():
+    unscored = [Candidate(f"c{i:02d}", f"text number {i}", None) for i in range(51)] + [Candidate("s", "scored", 0.5)]
+    t = build(unscored, "q", Config(budget=5000, near_dup=None))
+    assert [(str(w), w.ids) for w in t.warnings if w.kind == "unscored"] == [
+        ("51 of 52 candidates have no score; they rank after the scored ones, in input order",
+         tuple(f"c{i:02d}" for i in range(50)))]
+    no_vector = [Candidate(f"c{i:02d}", f"text number {i}", 0.5, embedding=None if i < 51 else (1.0, 0.0))
+                 for i in range(52)]
+    t = build(no_vector, "q", Config(budget=5000, similarity="cosine"))
+    assert [(str(w), w.ids) for w in t.warnings if w.kind == "cosine_missing"] == [
+        ("cosine near-dedup: 51 candidates carry no embedding and were not compared",
+         tuple(f"c{i:02d}" for i in range(50)))]
+    generated = loads("\n".join('{"text": "t%d"}' % i for i in range(51)), "x.jsonl").candidates
+    t = build(generated, "q", Config(budget=5000, near_dup=None))
+    # generated ids are c1, c2, ... by position: the fifty named are c1..c50
+    assert [(str(w), w.ids) for w in t.warnings if w.kind == "generated_ids"] == [
+        ("51 candidates had no id; ids were generated from their position", tuple(f"c{i}" for i in range(1, 51)))]
