@@ -198,3 +198,11 @@ def test_versions_disagree_only_when_both_name_amounts(old, new):
     t = build([Candidate("old", old, 0.9, doc_id="p", date="2024-01-01"),
                Candidate("new", new, 0.8, doc_id="p", date="2025-01-01")], "q", Config(budget=500))
     assert [w for w in t.warnings if w.kind == "versions_disagree"] == []
+
+
+def test_unscored_candidates_passed_by_the_threshold_are_named_fifty_at_most():
+    cands = [Candidate(f"c{i:02d}", f"text number {i}", None) for i in range(51)] + [Candidate("s", "scored", 0.5)]
+    t = build(cands, "q", Config(budget=5000, near_dup=None, min_score=0.3))
+    assert [(str(w), w.ids) for w in t.warnings if w.kind == "unscored_unchecked"] == [
+        ("51 unscored candidates were not checked against min_score 0.3: they passed (drop_unscored drops them)",
+         tuple(f"c{i:02d}" for i in range(50)))]
