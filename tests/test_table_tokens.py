@@ -220,3 +220,13 @@ def test_counting_joined_texts_with_special_token_text_in_them(array):
     texts = ["a <|endoftext|> b", "plain text", "<|fim_prefix|>x", "", "more plain text"]
     assert tokens.count_joined(encoding, texts, array) == [8, 2, 8, 0, 3] == [
         len(encoding.encode_ordinary(t)) for t in texts]
+
+
+def test_without_its_vocabulary_an_encoding_falls_back_to_the_labelled_approximate_counter(monkeypatch):
+    # as on a machine where tiktoken's vocabulary file cannot be read: the tokenizer says it is approximate
+    def no_vocabulary(encoding):
+        raise OSError("no vocabulary here")
+    monkeypatch.setattr(tokens, "_seed_cache", no_vocabulary)
+    monkeypatch.delitem(tokens._TOKENIZERS, "cl100k_base", raising=False)
+    tok = tokens.get_tokenizer("cl100k_base")
+    assert (tok.name, tok.exact, tok._encoding) == ("approx_chars4", False, None)
