@@ -19,7 +19,6 @@ the parent, so every worker sets its fixtures up afresh under its own mutant.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import math
 import os
@@ -32,16 +31,10 @@ import tomllib
 import pytest
 from _pytest.runner import runtestprotocol
 
+from mutation_score import metas  # bench/ is this script's own folder on sys.path
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILLED, SURVIVED, TIMEOUT = 1, 0, 36
-
-
-def _metas(folder: str) -> dict[str, dict]:
-    out = {}
-    for path in sorted(glob.glob(os.path.join(folder, "**", "*.py.meta"), recursive=True)):
-        with open(path) as fh:
-            out[path] = json.load(fh)
-    return out
 
 
 def _covering(stats: dict, name: str) -> list[str]:
@@ -116,9 +109,9 @@ def main(argv=None) -> int:
     folder = os.path.abspath(args.mutants)
     with open(os.path.join(folder, "mutmut-stats.json")) as fh:
         stats = json.load(fh)
-    metas = _metas(folder)
-    meta_of = {name: path for path, m in metas.items() for name in m["exit_code_by_key"]}
-    code_of = {name: metas[path]["exit_code_by_key"][name] for name, path in meta_of.items()}
+    records = {os.path.join(folder, *path.split("/")) + ".meta": m for path, m in metas(folder).items()}
+    meta_of = {name: path for path, m in records.items() for name in m["exit_code_by_key"]}
+    code_of = {name: records[path]["exit_code_by_key"][name] for name, path in meta_of.items()}
     if args.verify:
         pick = random.Random(20)
         todo = []
@@ -137,9 +130,9 @@ def main(argv=None) -> int:
             if code != code_of[name]:
                 differ.append((name, code_of[name], code))
         else:
-            metas[meta_of[name]]["exit_code_by_key"][name] = code
+            records[meta_of[name]]["exit_code_by_key"][name] = code
             with open(meta_of[name], "w") as fh:
-                json.dump(metas[meta_of[name]], fh, indent=4)
+                json.dump(records[meta_of[name]], fh, indent=4)
         if done[0] % 50 == 0 or done[0] == len(todo):
             print(f"{done[0]}/{len(todo)} checked in {time.monotonic() - started:.0f} s", file=sys.__stdout__,
                   flush=True)

@@ -74,9 +74,14 @@ def metas(folder: str) -> dict[str, dict]:
     return out
 
 
+def by_module(records: dict[str, dict]) -> dict[str, dict[str, int | None]]:
+    """Module name -> {mutant name: exit code}, from meta records keyed by source path."""
+    return {path[:-len(".py")].replace("/", "."): m["exit_code_by_key"] for path, m in records.items()}
+
+
 def results(folder: str) -> dict[str, dict[str, int | None]]:
     """Module name -> {mutant name: exit code} for every module mutmut mutated."""
-    return {path[:-len(".py")].replace("/", "."): m["exit_code_by_key"] for path, m in metas(folder).items()}
+    return by_module(metas(folder))
 
 
 def save(folder: str, record: str = RECORD) -> int:
@@ -121,7 +126,7 @@ def main(argv=None) -> int:
         return 0
     if args.record:
         with open(RECORD, encoding="utf-8") as fh:
-            found = {path[:-len(".py")].replace("/", "."): m["exit_code_by_key"] for path, m in json.load(fh).items()}
+            found = by_module(json.load(fh))
     else:
         found = results(args.mutants)
     if not found:
