@@ -28,6 +28,7 @@ from typing import Any, Iterator, Optional
 DATA_DIR_ENV = "CTXCORE_DATA_DIR"
 DEFAULT_DATA_DIR = ".ctxcore-data"
 DB_NAME = "cases.db"
+BUSY_SECONDS = 30          # how long a writer waits for another to finish
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 EXPORT_FORMAT = "ctxcore.case/1"
 TAGS = ("dropped_for_budget", "duplicates", "buried_in_middle", "stale_version", "not_permitted",
@@ -107,16 +108,37 @@ def db_path(folder: Optional[Path] = None) -> Path:
 
 def _connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)  # autocommit; transactions by hand
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn = sqlite3.connect(str(path), timeout=BUSY_SECONDS, isolation_level=None)  # autocommit; transactions by hand
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_SECONDS * 1000}")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
 
+def use_wal(conn: sqlite3.Connection, seconds: float = BUSY_SECONDS) -> None:
+    """Switch the store to write-ahead logging. While other connections open the same new file, SQLite may refuse
+    the switch with "database is locked" at once, without waiting its busy timeout; so wait and try again here."""
+    deadline = time.monotonic() + seconds
+    pause = 0.005
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                return
+            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
+                return
+            refusal: Exception = sqlite3.OperationalError("the store stayed out of write-ahead logging")
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+            refusal = error
+        if time.monotonic() >= deadline:
+            raise refusal
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+
+
 def migrate(conn: sqlite3.Connection) -> int:
     """Bring the schema to SCHEMA_VERSION (each step in its own transaction); returns the version."""
-    if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-        conn.execute("PRAGMA journal_mode = WAL")
+    use_wal(conn)
     if conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:  # the usual case: no lock taken
         return SCHEMA_VERSION
     while True:
