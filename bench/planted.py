@@ -104,7 +104,8 @@ def _pytest(tree: Path, tests: tuple[str, ...], stop_first: bool) -> tuple[int, 
     lines = done.stdout.splitlines()
     tail = next((line for line in reversed(lines) if _SUMMARY.search(line)), "")
     counts = {kind.rstrip("s") if kind.startswith("error") else kind: int(n) for n, kind in _SUMMARY.findall(tail)}
-    first = next((line.split(" ", 2)[1] for line in lines if line.startswith(("FAILED ", "ERROR "))), "")
+    first = next((line.split(" ", 1)[1].split(" - ", 1)[0] for line in lines if line.startswith(("FAILED ", "ERROR "))),
+                 "")
     return done.returncode, counts, first, seconds
 
 
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
                 module.write_text(original, encoding="utf-8")
             caught = code == 1 and counts.get("failed", 0) + counts.get("error", 0) > 0 and not counts.get("skipped")
             missed += not caught
-            verdict = (f"caught: {first.split('::')[-1][:60]}" if caught
+            verdict = (f"caught by {first.split('::')[-1]}" if caught
                        else f"NOT CAUGHT (exit {code}, {counts})")
             print(f"{n:>2}  {p.what:<64} {verdict} ({seconds:.0f} s)")
         tests = tuple(dict.fromkeys(t for _, p in chosen for t in p.tests))

@@ -27,5 +27,5 @@ def test_ten_behaviours_are_planted():
 def test_the_csv_row_bug_planted_is_caught_and_the_restored_tree_passes(capsys):
     assert planted.main(["--only", "3"]) == 0
     out = capsys.readouterr().out
-    assert "caught: test_csv_error_names_the_line_the_bad_record_starts_on" in out
+    assert "caught by test_csv_error_names_the_line_the_bad_record_starts_on" in out
     assert "1 of 1 planted bugs caught" in out
