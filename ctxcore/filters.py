@@ -121,16 +121,18 @@ def _version_key(date_text, version):
     return None
 
 
-_UNIT = r"(?:EUR|USD|GBP|CHF|€|\$|£|%|percent|(?:business |working |calendar )?(?:days?|hours?|weeks?|months?|years?))"
+# a unit spelt in letters ends at a word boundary ("5 days", not "5 daysago"); a symbol ends where it is ("10%.")
+_UNIT = (r"(?:[€$£%]|(?:EUR|USD|GBP|CHF|percent|(?:business |working |calendar )?"
+         r"(?:days?|hours?|weeks?|months?|years?))\b)")
 _MONEY = r"(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?\b"
 # The definition: an amount is a currency then a number, or a number then a unit.
-_AMOUNT = re.compile(r"(?:(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?%s)\b" % _UNIT,
+_AMOUNT = re.compile(r"(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?\b|\d[\d,]*(?:\.\d+)?\s?%s" % _UNIT,
                      re.IGNORECASE)
 # The same matches in linear time. Retried at every digit of a long run of digits and commas, the
 # number-then-unit branch reads the run to its end each time, and fails or succeeds the same way
 # from each of them (what follows the run decides); so it is tried once per run, from where the run
 # begins (leading commas skipped), and from where a money match stopped inside one (_AT).
-_NUMBER_UNIT = r",*+(\d[\d,]*+(?:\.\d++)?\s?+%s\b)" % _UNIT
+_NUMBER_UNIT = r",*+(\d[\d,]*+(?:\.\d++)?\s?+%s)" % _UNIT
 _AMOUNT_FAST = re.compile(r"(%s)|(?<![\d,])%s" % (_MONEY, _NUMBER_UNIT), re.IGNORECASE)
 _AMOUNT_AT = re.compile(_NUMBER_UNIT, re.IGNORECASE)
 

@@ -36,9 +36,10 @@ OLD_SUSPECT = (
     ("HTML markup", re.compile(r"<\s*(script|img|iframe|svg|object|embed|style|a)\b|\bon[a-z]+\s*=", re.IGNORECASE)),
     ("a remote markdown image", re.compile(r"!\[[^\]]*\]\(\s*(https?:)?//", re.IGNORECASE)),
 )
-_OLD_UNIT = (r"(?:EUR|USD|GBP|CHF|€|\$|£|%|percent|(?:business |working |calendar )?"
-             r"(?:days?|hours?|weeks?|months?|years?))")
-OLD_AMOUNT = re.compile(r"(?:(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?%s)\b" % _OLD_UNIT,
+# the plain (backtracking) definition of an amount; a symbol unit needs no word boundary after it ("10%.")
+_OLD_UNIT = (r"(?:%|€|\$|£|(?:EUR|USD|GBP|CHF|percent|(?:business |working |calendar )?"
+             r"(?:days?|hours?|weeks?|months?|years?))\b)")
+OLD_AMOUNT = re.compile(r"(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?\b|\d[\d,]*(?:\.\d+)?\s?%s" % _OLD_UNIT,
                         re.IGNORECASE)
 OLD_CITE = re.compile(r"\[\s*(S\d+(?:\s*[,;]\s*S\d+)*)\s*\]", re.IGNORECASE)
 OLD_NUMERIC_CITE = re.compile(r"\[\s*\d+(?:\s*[,;-]\s*\d+)*\s*\]")

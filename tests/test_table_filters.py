@@ -148,7 +148,11 @@ AMOUNTS = [
     ("EUR11.0,5 days", ["EUR11.0", "5 days"]),   # a money match ending in a decimal, then a run
     ("€ 0,5EUR,10d€", ["€ 0,", "5EUR"]),
     ("SKU 1,2,3,4 costs $1,000x or 5 days", ["$1,", "5 days"]),
-    ("1,000 EUR and 10% in 3 weeks", ["1,000 EUR", "3 weeks"]),  # a % needs a word character after it
+    ("1,000 EUR and 10% in 3 weeks", ["1,000 EUR", "10%", "3 weeks"]),  # a % ends where it stands
+    ("up to 10%", ["10%"]), ("fee: 15%.", ["15%"]),  # at the end of the text, and before a full stop
+    ("pay 20 € or 30 £ now", ["20 €", "30 £"]),      # a symbol after the number, then a space
+    ("10%x and 5 daysago", ["10%"]),                 # a unit in letters still ends at a word boundary
+    ("12 percentile", []),
 ]
 
 
@@ -206,3 +210,13 @@ def test_unscored_candidates_passed_by_the_threshold_are_named_fifty_at_most():
     assert [(str(w), w.ids) for w in t.warnings if w.kind == "unscored_unchecked"] == [
         ("51 unscored candidates were not checked against min_score 0.3: they passed (drop_unscored drops them)",
          tuple(f"c{i:02d}" for i in range(50)))]
+
+
+def test_versions_that_differ_only_in_a_percentage_disagree():
+    # the fee is the only amount in each version, and it ends the sentence: 10% before, 15% now
+    t = build([Candidate("old", "The restocking fee is 10%.", 0.9, doc_id="fees", version="1"),
+               Candidate("new", "The restocking fee is 15%.", 0.8, doc_id="fees", version="2")], "q",
+              Config(budget=500))
+    assert warnings_of(t, "versions_disagree") == [(
+        "versions of fees disagree: older (1) says 10%; newest (2) says 15%", ("old", "new"))]
+    assert t.decision("old").fate == "stale"
