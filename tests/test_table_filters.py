@@ -220,3 +220,15 @@ def test_versions_that_differ_only_in_a_percentage_disagree():
     assert warnings_of(t, "versions_disagree") == [(
         "versions of fees disagree: older (1) says 10%; newest (2) says 15%", ("old", "new"))]
     assert t.decision("old").fate == "stale"
+
+
+def test_each_document_family_marks_its_own_older_versions_stale():
+    # two documents, each present in two versions: both older chunks are stale, each superseded within its family
+    t = build([Candidate("a1", "Refunds take ten days.", 0.9, doc_id="refunds", version="1"),
+               Candidate("b1", "Shipping is free over fifty euros.", 0.8, doc_id="shipping", version="1"),
+               Candidate("a2", "Refunds take five days.", 0.7, doc_id="refunds", version="2"),
+               Candidate("b2", "Shipping is free over forty euros.", 0.6, doc_id="shipping", version="2")], "q",
+              Config(budget=500, near_dup=None))
+    assert t.decision("a1") == _stale("a1", "refunds", "1", "2", "a2")
+    assert t.decision("b1") == _stale("b1", "shipping", "1", "2", "b2")
+    assert [d.id for d in t.kept()] == ["a2", "b2"]
