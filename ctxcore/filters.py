@@ -121,13 +121,13 @@ def _version_key(date_text, version):
     return None
 
 
+_CODES, _SYMBOLS = "EUR|USD|GBP|CHF", "€$£"
 # a unit spelt in letters ends at a word boundary ("5 days", not "5 daysago"); a symbol ends where it is ("10%.")
-_UNIT = (r"(?:[€$£%]|(?:EUR|USD|GBP|CHF|percent|(?:business |working |calendar )?"
-         r"(?:days?|hours?|weeks?|months?|years?))\b)")
-_MONEY = r"(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?\b"
+_UNIT = (r"(?:[%s%%]|(?:%s|percent|(?:business |working |calendar )?(?:days?|hours?|weeks?|months?|years?))\b)"
+         % (_SYMBOLS, _CODES))
+_MONEY = r"(?:%s|[%s])\s?\d[\d,]*(?:\.\d+)?\b" % (_CODES, _SYMBOLS)
 # The definition: an amount is a currency then a number, or a number then a unit.
-_AMOUNT = re.compile(r"(?:EUR|USD|GBP|CHF|€|\$|£)\s?\d[\d,]*(?:\.\d+)?\b|\d[\d,]*(?:\.\d+)?\s?%s" % _UNIT,
-                     re.IGNORECASE)
+_AMOUNT = re.compile(r"%s|\d[\d,]*(?:\.\d+)?\s?%s" % (_MONEY, _UNIT), re.IGNORECASE)
 # The same matches in linear time. Retried at every digit of a long run of digits and commas, the
 # number-then-unit branch reads the run to its end each time, and fails or succeeds the same way
 # from each of them (what follows the run decides); so it is tried once per run, from where the run

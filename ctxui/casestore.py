@@ -121,11 +121,12 @@ def use_wal(conn: sqlite3.Connection, seconds: float = BUSY_SECONDS) -> None:
     pause = 0.005
     while True:
         try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode.lower() != "wal":  # reading the mode takes no lock: the usual case, an existing store
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() == "wal":
                 return
-            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
-                return
-            refusal: Exception = sqlite3.OperationalError("the store stayed out of write-ahead logging")
+            refusal = sqlite3.OperationalError(f"the store stayed in {mode} journal mode")
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) and "busy" not in str(error):
                 raise
