@@ -6,7 +6,7 @@
 The input is ``synth.candidates(n)``; the logged system sent the first 15 in retrieval order as ``[1]`` …
 ``[15]``, the first paragraph five times over (four copies of it retrieved under other ids, so the diagnosis has duplicates to find and a crowded-out
 passage to prove). Measured: a cold build (every cache cleared), then the diagnosis of that trace
-(``ctxcore.diagnosis.diagnose``: reconstructing the sent context, the causes and the re-runs that prove their
+(``ctxcore.analysis.diagnosis.diagnose``: reconstructing the sent context, the causes and the re-runs that prove their
 fixes), and the whole ``explain`` (build + diagnosis) as the CLI runs it, best of ``--reps``. The target: the
 diagnosis within 10x a cold build. Merges the figures into bench/results.json under "diagnose".
 """
@@ -27,7 +27,7 @@ sys.path[:0] = [ROOT, HERE]
 import synth  # noqa: E402
 
 from ctxcore import Candidate, Config, Logged, build  # noqa: E402
-from ctxcore.diagnosis import diagnose  # noqa: E402
+from ctxcore.analysis.diagnosis import diagnose  # noqa: E402
 from ctxcore.pipeline import clear_caches  # noqa: E402
 
 

@@ -22,7 +22,9 @@ sys.path[:0] = [os.path.dirname(HERE), os.path.join(os.path.dirname(HERE), "test
 from test_linear_scanning import (OLD_AMOUNT, OLD_CITE, OLD_FENCE, OLD_NUMERIC_CITE, OLD_SUSPECT,  # noqa: E402
                                   old_neutralise, old_suspicious)
 
-from ctxcore import answer, assemble, filters  # noqa: E402
+from ctxcore.analysis import answer  # noqa: E402
+
+from ctxcore.stages import assemble, filters
 
 
 def _fresh_neutralise(text):

@@ -35,7 +35,7 @@ import corpora  # noqa: E402
 import synth  # noqa: E402
 
 from ctxcore import Config, build, get_tokenizer  # noqa: E402
-from ctxcore.dedup import near_duplicates_naive, near_matches, words  # noqa: E402
+from ctxcore.stages.dedup import near_duplicates_naive, near_matches, words  # noqa: E402
 from ctxcore.pipeline import clear_caches  # noqa: E402
 
 QUERY = "Does an enterprise refund above the approval threshold need a manager?"
@@ -134,7 +134,7 @@ ROOT = os.path.dirname(HERE)
 # the tokenizer-only process: load the file, count every text once (two threads, as the build counts)
 COUNT_ONLY = """
 import json, sys
-from ctxcore.tokens import get_tokenizer
+from ctxcore.stages.tokens import get_tokenizer
 enc = get_tokenizer("cl100k_base")._encoding
 with open(sys.argv[1], encoding="utf-8") as fh:
     texts = [c["text"] for c in json.load(fh)["candidates"]]
@@ -144,7 +144,7 @@ enc.encode_ordinary_batch(texts, num_threads=2)
 # to this one is what the build's other stages cost, with the faster counting taken out
 COUNT_JOINED = """
 import json, sys
-from ctxcore.tokens import get_tokenizer, Counting
+from ctxcore.stages.tokens import get_tokenizer, Counting
 with open(sys.argv[1], encoding="utf-8") as fh:
     texts = [c["text"] for c in json.load(fh)["candidates"]]
 Counting(get_tokenizer("cl100k_base"), texts).result()
@@ -197,14 +197,14 @@ def cli_ratio(corpus: str, n: int, reps: int, folder: str) -> dict:
 def corpus_rss(corpus: str, n: int) -> float:
     """Peak RSS (MB) of a fresh process that generates n candidates of a corpus and builds them."""
     code = (f"import sys; sys.path[:0]={[ROOT, HERE]!r}; import corpora; from ctxcore import build, Config; "
-            f"from ctxcore.loaders import candidates_from_objects; "
+            f"from ctxcore.io.loaders import candidates_from_objects; "
             f"build(candidates_from_objects(corpora.candidates({corpus!r}, {n})), {QUERY!r}, Config())")
     return _process([sys.executable, "-c", code])[2]
 
 
 def corpus_rows(args, result):
     """In process, per corpus and size: the tokenizer floor, a cold build, and the build without near-dedup."""
-    from ctxcore.loaders import candidates_from_objects
+    from ctxcore.io.loaders import candidates_from_objects
 
     result["corpora"] = {}
     for corpus in args.corpora:

@@ -6,15 +6,16 @@
 [('a', 'kept', 'S1')]
 """
 
-from .budget import window_budget
+from .stages.budget import window_budget
 from .errors import BuildError, InputError
-from .loaders import Loaded, load, loads
+from .io.loaders import Loaded, load, loads
 from .pipeline import STAGES, build, evidence_cost, rank_order
 from .records import (FATE_MEANINGS, FATES, FORMAT, PRESETS, Block, Budget, Candidate, Config, Decision, Inputs, Logged, Prompt,
                       TokenizerInfo, Trace, TraceWarning)
-from .schema import trace_schema
-from .tokens import ENCODINGS, encoding_for_model, get_tokenizer
-from .tracefile import trace_from_json
+from .io.schema import trace_schema
+from .encodings import ENCODINGS, encoding_for_model
+from .stages.tokens import get_tokenizer
+from .io.tracefile import trace_from_json
 
 __all__ = [
     "Block", "Budget", "BuildError", "Candidate", "Config", "Decision", "ENCODINGS", "FATES", "FATE_MEANINGS",

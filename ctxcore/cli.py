@@ -11,23 +11,23 @@ import sys
 from contextlib import nullcontext
 from typing import Optional
 
-from .answer import check_answer
-from .budget import describe as describe_budget
-from .diagnosis import diagnose
+from .analysis.answer import check_answer
+from .stages.budget import describe as describe_budget
+from .analysis.diagnosis import diagnose
 from .errors import BuildError, InputError
-from .explain import explain_text
-from .formats import load_run
-from .inspect import inspect_file, report_text
-from .loaders import load
+from .analysis.explain import explain_text
+from .io.formats import load_run
+from .io.inspect import inspect_file, report_text
+from .io.loaders import load
 from .memo import one_shot
 from .pipeline import evidence_cost
-from .reading import decode, parse_json
+from .io.reading import decode, parse_json
 from .records import PRESETS, Config, Logged, Trace
-from .replay import BATCH, replay
-from .replay_engines import ENGINES
-from .replay_report import Summary
-from .schema import trace_schema
-from .sent import attach, of_trace
+from .replay.run import BATCH, replay
+from .replay.engines import ENGINES
+from .replay.report import Summary
+from .io.schema import trace_schema
+from .analysis.sent import attach, of_trace
 from .serialize import dumps
 from .settings import SETTINGS
 

@@ -6,11 +6,12 @@ import dataclasses
 from collections import Counter
 from typing import Iterable, Optional
 
-from . import assemble, budget, dedup, filters, memo, merge, order, select, tokens
+from . import memo
+from .stages import assemble, budget, dedup, filters, merge, order, select, tokens
 from .memo import Memo
 from .records import Candidate, Config, Decision, Inputs, Prompt, TokenizerInfo, Trace, TraceWarning
-from .state import State, score_text
-from .tokens import get_tokenizer
+from .stages.state import State, score_text
+from .stages.tokens import get_tokenizer
 
 
 def recency_scope(state):

@@ -298,7 +298,7 @@ class Prompt:
 
 @dataclass(frozen=True)
 class SentPassage:
-    """One candidate as it appears in a prompt that was actually sent (reconstructed by :mod:`ctxcore.sent`)."""
+    """One candidate as it appears in a prompt that was actually sent (reconstructed by :mod:`ctxcore.analysis.sent`)."""
 
     id: str
     position: int                                 # 1-based place among the passages found in the sent prompt
@@ -368,7 +368,7 @@ class Logged:
     spans: tuple[dict[str, Any], ...] = ()        # the run's spans: {name, kind, id, parent, start, duration_ms,
                                                   #   model, prompt_tokens, completion_tokens}
     conventions: tuple[str, ...] = ()             # attribute conventions seen (openinference, gen_ai, traceloop)
-    sent: Optional[Sent] = None                   # the sent context, reconstructed (ctxcore.sent.attach)
+    sent: Optional[Sent] = None                   # the sent context, reconstructed (ctxcore.analysis.sent.attach)
 
     def __post_init__(self):  # read back from JSON: the sent context arrives as an object
         if isinstance(self.sent, dict):

@@ -1,7 +1,7 @@
 """Trace -> JSON, write-only. Field order is fixed and floats print the same everywhere, so the
 same build gives the same bytes in any process. It imports nothing from records (it reads the
 records' fields generically), so ``Trace.to_json`` calling it closes no cycle; reading a trace
-back is :mod:`ctxcore.tracefile`."""
+back is :mod:`ctxcore.io.tracefile`."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .errors import InputError
-from .tokens import ENCODINGS, encoding_for_model
+from .encodings import ENCODINGS, encoding_for_model
 
 MAX_TOKENS = 10_000_000  # five times the largest window any model offers; larger numbers are typos or attacks
 

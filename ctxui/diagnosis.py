@@ -10,10 +10,10 @@ import pandas as pd
 import streamlit as st
 
 from ctxcore import Loaded, Logged, Trace
-from ctxcore.diagnosis import Diagnosis, MAX_PROOFS, diagnose
-from ctxcore.explain import explain_text
-from ctxcore.reach import logged_vs_replay
-from ctxcore.sent import of_build
+from ctxcore.analysis.diagnosis import Diagnosis, MAX_PROOFS, diagnose
+from ctxcore.analysis.explain import explain_text
+from ctxcore.analysis.reach import logged_vs_replay
+from ctxcore.analysis.sent import of_build
 
 from .loading import build_trace
 from .scenario import _scenario

@@ -11,8 +11,8 @@ import streamlit as st
 import ctxcore
 from ctxcore import InputError, Loaded
 
-from ctxcore.formats import load_run
-from ctxcore.inspect import inspect_file, report
+from ctxcore.io.formats import load_run
+from ctxcore.io.inspect import inspect_file, report
 
 from .controls import sidebar_controls
 from .loading import _load_trace, content_key, load_bytes, sample_paths

@@ -15,7 +15,7 @@ import streamlit as st
 
 import ctxcore
 from ctxcore import BuildError, Config, InputError, Loaded, Trace, memo
-from ctxcore.formats import load_file
+from ctxcore.io.formats import load_file
 
 from .state import current_config
 from .text import md_escape, one_line

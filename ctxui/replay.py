@@ -18,9 +18,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ctxcore import Config, InputError, Loaded
-from ctxcore.reading import parse_json
+from ctxcore.io.reading import parse_json
 from ctxcore.replay import replay
-from ctxcore.replay_read import items, load_item
+from ctxcore.replay.read import items, load_item
 
 from .inputs import _use
 from .loading import SAMPLE_DIR, content_key

@@ -10,7 +10,7 @@ import streamlit as st
 
 import ctxcore
 from ctxcore import Logged, Trace
-from ctxcore.reach import normalise, reached
+from ctxcore.analysis.reach import normalise, reached
 
 from .charts import map_right, sent_map, span_timeline
 from .tables import readable_table

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 import ctxcore
 from ctxcore import Config
-from ctxcore.tokens import cache_size
+from ctxcore.stages.tokens import cache_size
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

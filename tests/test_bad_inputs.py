@@ -255,7 +255,7 @@ def test_hundred_thousand_tiny_chunks_cli(tmp_path, variant):
 
 @pytest.mark.timeout(HANG_GUARD)
 def test_too_many_chunks_are_refused_quickly(tmp_path):
-    from ctxcore.limits import MAX_CANDIDATES
+    from ctxcore.io.limits import MAX_CANDIDATES
 
     path = tmp_path / "too_many_chunks.csv"
     write_tiny_chunks(path, MAX_CANDIDATES + 1)
@@ -269,7 +269,7 @@ def test_too_many_chunks_are_refused_quickly(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(20)
 def test_a_file_over_the_size_limit_is_refused_before_reading(tmp_path):
-    from ctxcore.limits import MAX_BYTES
+    from ctxcore.io.limits import MAX_BYTES
 
     path = tmp_path / "huge.json"
     with open(path, "wb") as f:  # sparse: nothing is written, so this costs nothing

@@ -321,7 +321,7 @@ TRACES = FIXTURES / "traces"
 def _engine_findings(path: Path):
     """The diagnosis exactly as pages/diagnose.py computes it: the file's own settings and query (applied on
     upload), the logged answer checked against the prompt that was sent."""
-    from ctxcore.diagnosis import diagnose
+    from ctxcore.analysis.diagnosis import diagnose
 
     loaded = ctxcore.load(path.read_bytes(), name=path.name)
     logged = loaded.logged or ctxcore.Logged(loaded.format)

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from ctxcore import Candidate, Config, build
-from ctxcore.filters import _natural, _when
+from ctxcore.stages.filters import _natural, _when
 
 
 def _family(*dated, doc="refund-policy"):
@@ -114,7 +114,7 @@ def test_a_document_with_only_unreadable_dates_keeps_every_version():
 
 
 def test_explain_ignores_unreadable_dates():
-    from ctxcore.explain import findings
+    from ctxcore.analysis.explain import findings
     t = build(_family(("garbled", "n/a"), ("new", "2026-07-01")), "refund?", Config(budget=500))
     assert not [f for f in findings(t) if f.kind in ("stale_version_kept", "newest_version_dropped")]
 

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import ROOT
-from ctxcore import Candidate, Config, build, dedup, wordsets
-from ctxcore.dedup import near_duplicates_naive, near_matches, words
+from ctxcore import Candidate, Config, build
+from ctxcore.stages import dedup, wordsets
+from ctxcore.stages.dedup import near_duplicates_naive, near_matches, words
 from ctxcore.memo import one_shot
 from ctxcore.pipeline import forget_stage_results
 

@@ -122,7 +122,7 @@ def test_a_file_with_several_traces_lets_the_user_pick_one():
     at.run()
     assert not at.exception
     assert at.session_state["ctx.loaded"].logged.trace_id == traces[1]
-    from ctxcore.formats import load_file
+    from ctxcore.io.formats import load_file
 
     second = load_file(TRACES / "phoenix_multi.jsonl", trace_id=traces[1])
     assert at.session_state["ctx.loaded"].query == second.query != load(TRACES / "phoenix_multi.jsonl").query

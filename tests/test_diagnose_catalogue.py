@@ -11,11 +11,11 @@ from conftest import cli
 from streamlit.testing.v1 import AppTest
 
 from ctxcore import Candidate, Config, Logged, Trace, build, load, trace_from_json, trace_schema
-from ctxcore.answer import SUPPORT
-from ctxcore.answer import check_answer as _check_answer
-from ctxcore.diagnosis import KINDS, MAX_PROOFS, ORDER, diagnose
-from ctxcore.explain import explain_text
-from ctxcore.sent import attach, of_trace, reconstruct
+from ctxcore.analysis.answer import SUPPORT
+from ctxcore.analysis.answer import check_answer as _check_answer
+from ctxcore.analysis.diagnosis import KINDS, MAX_PROOFS, ORDER, diagnose
+from ctxcore.analysis.explain import explain_text
+from ctxcore.analysis.sent import attach, of_trace, reconstruct
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "tests" / "fixtures" / "diagnose"

@@ -7,9 +7,9 @@ import pytest
 from conftest import cli, text_of_tokens
 
 from ctxcore import Candidate, Config, Inputs, build, load
-from ctxcore.answer import check_answer
-from ctxcore.explain import explain, explain_text, find, findings
-from ctxcore.reach import reached
+from ctxcore.analysis.answer import check_answer
+from ctxcore.analysis.explain import explain, explain_text, find, findings
+from ctxcore.analysis.reach import reached
 
 
 def _stale_case(**cfg):
@@ -191,7 +191,7 @@ def test_reached_whole_partly_absent_with_a_truncated_prompt():
 
 
 def test_logged_prompt_versus_replay_names_what_each_side_has():
-    from ctxcore.reach import logged_vs_replay
+    from ctxcore.analysis.reach import logged_vs_replay
 
     loaded = load("sample_data/04_stale_policy.json")
     naive = loaded.build(loaded.settings(**loaded.extra["scenario"]["naive_config"]))

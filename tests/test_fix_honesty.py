@@ -18,7 +18,7 @@ import random
 import pytest
 
 from ctxcore import Candidate, Config, Inputs, build, get_tokenizer, load
-from ctxcore.explain import explain, findings
+from ctxcore.analysis.explain import explain, findings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = sorted(glob.glob(os.path.join(ROOT, "sample_data", "*.json")))
@@ -225,7 +225,7 @@ def test_a_stale_fix_blocked_by_the_window_is_not_verified():
 
 def cause_achieved(trace, f) -> bool:
     """What a diagnosis cause's fix claims, checked with a build of this test's own."""
-    from ctxcore.diagnosis import KINDS
+    from ctxcore.analysis.diagnosis import KINDS
 
     assert f.kind in KINDS or f.kind.startswith(("answer_", "missing_", "cut_")), f.kind
     after = rebuild(trace, f.fix)
@@ -249,7 +249,7 @@ DIAGNOSED = [p for p in DIAGNOSED if not p.endswith(NOT_ALONE)]
 
 @pytest.mark.parametrize("path", DIAGNOSED, ids=os.path.basename)
 def test_every_diagnosis_fix_is_verified_exactly_when_a_rebuild_does_it(path):
-    from ctxcore.diagnosis import diagnose
+    from ctxcore.analysis.diagnosis import diagnose
 
     loaded = load(path)
     naive = (loaded.extra.get("scenario") or {}).get("naive_config")

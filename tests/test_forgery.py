@@ -13,8 +13,10 @@ import unicodedata
 import pytest
 from conftest import ROOT
 
-from ctxcore import Candidate, Config, Inputs, assemble, build, load, pipeline
-from ctxcore.fold import OPENERS, fold, fold_char
+from ctxcore import Candidate, Config, Inputs, build, load, pipeline
+
+from ctxcore.stages import assemble
+from ctxcore.stages.fold import OPENERS, fold, fold_char
 
 FENCE = re.compile(r"<\s*(/?)\s*(evidence|history|user_documents)\b", re.IGNORECASE)
 LABEL_LINE = re.compile(r"^[^\S\n]*\[\s*S\s*(\d+)\s*\]", re.IGNORECASE | re.MULTILINE)

@@ -16,7 +16,7 @@ import pytest
 
 from ctxcore import InputError, load
 from ctxcore.cli import main
-from ctxcore.limits import MAX_DEPTH, MAX_FIELD_CHARS, MAX_KEYS, MAX_SPANS
+from ctxcore.io.limits import MAX_DEPTH, MAX_FIELD_CHARS, MAX_KEYS, MAX_SPANS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRACE = "4b1f" * 8

@@ -11,8 +11,10 @@ import os
 
 import pytest
 
-from ctxcore import InputError, formats, load, trace_from_json
-from ctxcore.explain import findings
+from ctxcore import InputError, load, trace_from_json
+
+from ctxcore.io import formats
+from ctxcore.analysis.explain import findings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "fixtures", "traces")
@@ -522,7 +524,7 @@ def test_inspect_reads_a_saved_trace_that_kept_its_logged_request(tmp_path):
 
 
 def test_a_document_the_reranker_cut_is_reported_as_such_not_as_never_sent():
-    from ctxcore.diagnosis import diagnose
+    from ctxcore.analysis.diagnosis import diagnose
 
     got = load(path("phoenix_nested.json"))
     trace = got.build()

@@ -17,7 +17,9 @@ from datetime import datetime
 
 import pytest
 
-from ctxcore import Config, InputError, formats, load, loads, loaders, rank_order
+from ctxcore import Config, InputError, load, loads, rank_order
+
+from ctxcore.io import formats, loaders
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "fixtures", "traces")

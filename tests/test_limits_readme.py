@@ -3,8 +3,10 @@
 import re
 from pathlib import Path
 
-from ctxcore import limits, loaders, memo, settings
-from ctxcore.filters import _LONGEST_DATE
+from ctxcore import memo, settings
+
+from ctxcore.io import limits, loaders
+from ctxcore.stages.filters import _LONGEST_DATE
 from ctxui import loading, tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +26,7 @@ def test_the_limits_table_states_the_numbers_in_the_code():
                 f"at most {_LONGEST_DATE} characters", f"the last {memo.INPUTS} inputs (`memo.INPUTS`)",
                 f"{loading.SMALL_KEPT} files under 1 MB, {loading.LARGE_KEPT} larger ones, {loading.BUILDS_KEPT} builds",
                 f"| {tables.MAX_PICKER:,} |", f"deeper than {tables.SHOWN_DEPTH} levels", "`CTXCORE_CACHE_MB`",
-                f"| {limits.MAX_SPANS:,} | `ctxcore/limits.py` `MAX_SPANS`", f"| {limits.MAX_KEYS:,} | `ctxcore/limits.py`",
+                f"| {limits.MAX_SPANS:,} | `ctxcore/io/limits.py` `MAX_SPANS`", f"| {limits.MAX_KEYS:,} | `ctxcore/io/limits.py`",
                 f"| {limits.MAX_DEPTH} levels", f"| {limits.MAX_FIELD_CHARS // 2**20} Mi characters |", "linear time"]
     for row in expected:
         assert row in text, row

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore import answer, assemble, compress, dedup, filters
-from ctxcore.fold import fold
+from ctxcore.analysis import answer
+
+from ctxcore.stages import assemble, compress, dedup, filters
+from ctxcore.stages.fold import fold
 
 ROOT = Path(__file__).resolve().parent.parent
 

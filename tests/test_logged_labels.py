@@ -5,8 +5,8 @@ import time
 from pathlib import Path
 
 import ctxcore
-from ctxcore.answer import _MARKER, check_answer, logged_passages
-from ctxcore.explain import findings
+from ctxcore.analysis.answer import _MARKER, check_answer, logged_passages
+from ctxcore.analysis.explain import findings
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "traces" / "phoenix_nested.json"
 

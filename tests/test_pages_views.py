@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 import ctxcore
 import ctxui
 from ctxcore import Config
-from ctxcore.reach import reached
+from ctxcore.analysis.reach import reached
 from conftest import rerun  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

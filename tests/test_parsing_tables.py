@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ctxcore import Candidate, Config, InputError, build, loads
-from ctxcore.answer import check_answer
+from ctxcore.analysis.answer import check_answer
 
 # ---------------------------------------------------------------------------------------------
 # citations

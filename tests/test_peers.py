@@ -15,9 +15,9 @@ from streamlit.testing.v1 import AppTest
 
 import ctxcore
 from ctxcore import trace_from_json, Candidate, Config, Inputs, Trace, build, window_budget
-from ctxcore.order import lost_in_the_middle, sandwich
+from ctxcore.stages.order import lost_in_the_middle, sandwich
 from ctxcore.pipeline import state_before, unique_ids
-from ctxcore import select
+from ctxcore.stages import select
 from conftest import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -373,7 +373,7 @@ def test_dated_candidates_without_doc_id_are_not_compared_and_the_trace_says_so(
 
 def test_new_warning_kinds_are_declared_and_in_the_schema():
     from ctxcore.records import WARNING_KINDS
-    from ctxcore.schema import trace_schema
+    from ctxcore.io.schema import trace_schema
 
     kinds = trace_schema()["$defs"]["TraceWarning"]["properties"]["kind"]["description"]
     for kind in ("repeated_ids", "similarity_used", "unscored_unchecked", "no_doc_id"):
@@ -405,7 +405,7 @@ def test_a_rebuild_after_drop_unscored_changes_is_a_fresh_build():
 
 def test_history_crowding_fix_under_auto():
     from conftest import text_of_tokens
-    from ctxcore.explain import findings
+    from ctxcore.analysis.explain import findings
 
     history = tuple({"role": "user", "content": "We talked about the 500 EUR limit before. " * 8} for _ in range(20))
     cands = [Candidate(f"c{i}", text_of_tokens(700, w), 0.9 - i / 10) for i, w in enumerate(["a", "b", "c"])]

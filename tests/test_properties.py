@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore import trace_from_json, Candidate, Config, Inputs, Trace, build, evidence_cost, get_tokenizer, load
-from ctxcore.dedup import near_duplicates, near_duplicates_naive, words
+from ctxcore.stages.dedup import near_duplicates, near_duplicates_naive, words
 
 EXAMPLES = int(os.environ.get("CTXCORE_PROPERTY_EXAMPLES", "500"))
 WORDS = ["refund", "refunds", "five", "5", "days", "shipping", "free", "order", "warranty", "policy", "the", "a",

@@ -2,7 +2,7 @@
 worked out by hand from the prompt written here (offsets are lengths of the normalised text before it)."""
 
 from ctxcore import Candidate, Config, build
-from ctxcore.reach import Difference, Reach, logged_vs_replay, reached
+from ctxcore.analysis.reach import Difference, Reach, logged_vs_replay, reached
 
 OPENING = "refund policy: items can be returned within thirty days of delivery."
 SHIPPING = "shipping is free on orders over fifty euros."

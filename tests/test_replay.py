@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ctxcore import replay_engines
-from ctxcore.formats import load_file
+from ctxcore.replay import engines as replay_engines
+from ctxcore.io.formats import load_file
 from ctxcore.replay import replay
-from ctxcore.replay_read import expand, items, load_item
-from ctxcore.replay_report import percentiles
+from ctxcore.replay.read import expand, items, load_item
+from ctxcore.replay.report import percentiles
 
 from conftest import ROOT, cli
 

@@ -7,8 +7,8 @@ import pytest
 from conftest import SEED_TEXTS, cli, text_of_tokens
 
 from ctxcore import Candidate, Config, build, evidence_cost, window_budget
-from ctxcore.compress import shrink
-from ctxcore.dedup import jaccard, words
+from ctxcore.stages.compress import shrink
+from ctxcore.stages.dedup import jaccard, words
 
 
 def test_budget_split_matches_reference():

@@ -1,7 +1,7 @@
 import pytest
 
 from ctxcore import BuildError, Candidate, Config, Inputs, build, window_budget
-from ctxcore.budget import describe
+from ctxcore.stages.budget import describe
 
 
 def test_direct_budget_overrides_the_split_but_not_safe_input():

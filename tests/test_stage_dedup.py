@@ -2,8 +2,10 @@ import random
 
 import pytest
 
-from ctxcore import Candidate, Config, build, wordsets
-from ctxcore.dedup import _sweep, near_duplicates, near_duplicates_naive, shingles, words
+from ctxcore import Candidate, Config, build
+
+from ctxcore.stages import wordsets
+from ctxcore.stages.dedup import _sweep, near_duplicates, near_duplicates_naive, shingles, words
 
 
 def test_exact_duplicate_keeps_the_higher_ranked_copy():

@@ -1,5 +1,5 @@
 from ctxcore import Candidate, Config, build
-from ctxcore.order import by_document
+from ctxcore.stages.order import by_document
 
 
 def _doc():

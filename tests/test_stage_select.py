@@ -86,8 +86,8 @@ import random  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from ctxcore import select  # noqa: E402
-from ctxcore.dedup import jaccard, words  # noqa: E402
+from ctxcore.stages import select  # noqa: E402
+from ctxcore.stages.dedup import jaccard, words  # noqa: E402
 
 
 def _mmr_definition(alive, lam, rank, accepted):
@@ -202,7 +202,7 @@ def test_label_lines_measured_together_cost_what_each_measured_alone(settings, c
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ctxcore import select  # noqa: E402
+from ctxcore.stages import select  # noqa: E402
 from ctxcore.pipeline import state_before  # noqa: E402
 
 _WORDS = ["refund", "policy", "days", "card", "bank", "ship", "damaged", "five", "order", "invoice"]

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ctxcore.tokens as tokens
+import ctxcore.stages.tokens as tokens
 from ctxcore import Candidate, Config, build, encoding_for_model, get_tokenizer
 
 

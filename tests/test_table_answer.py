@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from ctxcore import Candidate, Config, build
-from ctxcore.answer import Check, check_answer, follows_instruction
+from ctxcore.analysis.answer import Check, check_answer, follows_instruction
 from ctxcore.records import Sent, SentPassage
-from ctxcore.sent import of_trace
+from ctxcore.analysis.sent import of_trace
 
 REFUND = "Refunds are processed within five business days."
 SHIPPING = "Return shipping is free when the item arrived damaged."

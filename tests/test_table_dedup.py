@@ -4,8 +4,8 @@ survivor, similarity) under words, shingles and cosine, and the cosine warnings 
 import pytest
 
 from ctxcore import Candidate, Config, Decision, build
-from ctxcore import dedup, wordsets
-from ctxcore.dedup import _sweep, join_texts, near_matches
+from ctxcore.stages import dedup, wordsets
+from ctxcore.stages.dedup import _sweep, join_texts, near_matches
 
 
 def _dups(trace):

@@ -14,8 +14,8 @@ import random
 from conftest import text_of_tokens
 
 from ctxcore import Candidate, Config, Inputs, Logged, build
-from ctxcore.answer import Check
-from ctxcore.explain import Explanation, Finding, explain, explain_text, find, findings
+from ctxcore.analysis.answer import Check
+from ctxcore.analysis.explain import Explanation, Finding, explain, explain_text, find, findings
 
 
 def record(e):

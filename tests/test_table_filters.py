@@ -8,7 +8,9 @@ import pytest
 
 from conftest import warnings_of
 
-from ctxcore import Candidate, Config, Decision, build, filters
+from ctxcore import Candidate, Config, Decision, build
+
+from ctxcore.stages import filters
 
 
 def _stale(old_id, doc, old, new, new_id):

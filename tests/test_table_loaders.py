@@ -1,4 +1,4 @@
-"""Hand-written tables for the loaders' dispatch (ctxcore.loaders): which reader a file goes to by its name and
+"""Hand-written tables for the loaders' dispatch (ctxcore.io.loaders): which reader a file goes to by its name and
 content, request objects (query, config, fixed blocks, history), CSV headers and cells, and saved traces that
 are rebuilt rather than trusted. Every refusal is asserted as its whole message; every accepted file as whole
 records.
@@ -14,8 +14,8 @@ import pytest
 from conftest import cand, input_error, same
 
 from ctxcore import Candidate, Config, Inputs, Logged, build, load, loads
-from ctxcore.limits import MAX_KEYS
-from ctxcore.loaders import candidates_from_objects, from_object, inputs_from_object, request_from_object
+from ctxcore.io.limits import MAX_KEYS
+from ctxcore.io.loaders import candidates_from_objects, from_object, inputs_from_object, request_from_object
 
 NEEDS_CANDIDATES = (
     "an object needs a 'candidates' list (or use a list of candidates); formats tried: ctxcore trace (no 'format'), "

@@ -8,7 +8,9 @@ import pytest
 
 from conftest import warnings_of
 
-from ctxcore import Candidate, Config, Decision, Inputs, build, evidence_cost, loads, rank_order, select
+from ctxcore import Candidate, Config, Decision, Inputs, build, evidence_cost, loads, rank_order
+
+from ctxcore.stages import select
 from ctxcore.pipeline import state_before
 
 

@@ -1,4 +1,4 @@
-"""Hand-written tables for the input layer (ctxcore.reading): every refusal as its whole message, naming the
+"""Hand-written tables for the input layer (ctxcore.io.reading): every refusal as its whole message, naming the
 file, the line or row and the field, and every accepted candidate as its whole record.
 
 Inputs are written inline as JSON/JSONL/CSV text or bytes and read through ``ctxcore.loads`` / ``ctxcore.load``
@@ -13,9 +13,9 @@ import pytest
 from conftest import cand, input_error, same
 
 from ctxcore import load, loads
-from ctxcore.limits import MAX_BYTES, MAX_CANDIDATES, MAX_DEPTH, MAX_FIELD_CHARS
-from ctxcore.loaders import candidates_from_objects
-from ctxcore.reading import csv_rows, decode, parse_json, parse_text, too_big
+from ctxcore.io.limits import MAX_BYTES, MAX_CANDIDATES, MAX_DEPTH, MAX_FIELD_CHARS
+from ctxcore.io.loaders import candidates_from_objects
+from ctxcore.io.reading import csv_rows, decode, parse_json, parse_text, too_big
 
 SURROGATE = r"contains a lone surrogate (an escaped \ud800-\udfff), which is not valid Unicode"
 NOT_FINITE = "holds a number that is not finite (NaN, Infinity or too large)"

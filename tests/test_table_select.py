@@ -10,9 +10,11 @@ candidate ``a`` with score 0.9 is ``[S1] source=a score=0.9`` plus its line brea
 import pytest
 from conftest import text_of_tokens
 
-from ctxcore import Candidate, Config, Decision, build, select
+from ctxcore import Candidate, Config, Decision, build
+
+from ctxcore.stages import select
 from ctxcore.pipeline import state_before
-from ctxcore.select import similarity_for
+from ctxcore.stages.select import similarity_for
 
 A, BIG, C = text_of_tokens(30), text_of_tokens(50, "cat"), text_of_tokens(20, "dog")
 THREE = [Candidate("a", A, 0.9), Candidate("big", BIG, 0.8), Candidate("c", C, 0.7)]

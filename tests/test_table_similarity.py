@@ -1,4 +1,4 @@
-"""Tables for ctxcore.similarity: word sets, shingles, Jaccard, digests, who near-duplicates whom (the
+"""Tables for ctxcore.stages.similarity: word sets, shingles, Jaccard, digests, who near-duplicates whom (the
 definition, the self-join and the first-survivor resolution) and cosine duplicates, with hand-worked numbers
 and, for the join, a brute-force all-pairs reference written here."""
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from ctxcore.similarity import (cosine_duplicates, digest, first_survivor, jaccard, near_duplicates,
+from ctxcore.stages.similarity import (cosine_duplicates, digest, first_survivor, jaccard, near_duplicates,
                                 near_duplicates_naive, shingles, similar_pairs, words)
 
 

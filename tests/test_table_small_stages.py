@@ -1,16 +1,16 @@
-"""Tables for the small stages: the budget split and its line and error (ctxcore.budget), extractive
-compression (ctxcore.compress), the attention orders (ctxcore.order) and merging adjacent chunks
-(ctxcore.merge), with the arithmetic worked by hand."""
+"""Tables for the small stages: the budget split and its line and error (ctxcore.stages.budget), extractive
+compression (ctxcore.stages.compress), the attention orders (ctxcore.stages.order) and merging adjacent chunks
+(ctxcore.stages.merge), with the arithmetic worked by hand."""
 
 import re
 
 import pytest
 
 from ctxcore import Budget, BuildError, Candidate, Config, Decision, Inputs, build, window_budget
-from ctxcore.budget import describe
-from ctxcore.compress import sentences, shrink
-from ctxcore.merge import runs
-from ctxcore.order import by_document, lost_in_the_middle, sandwich
+from ctxcore.stages.budget import describe
+from ctxcore.stages.compress import sentences, shrink
+from ctxcore.stages.merge import runs
+from ctxcore.stages.order import by_document, lost_in_the_middle, sandwich
 
 # ---------------------------------------------------------------- budget
 

@@ -1,4 +1,4 @@
-"""Tables for ctxcore.tokens: where the offline vocabulary is placed for tiktoken (cache directory, file name,
+"""Tables for ctxcore.stages.tokens: where the offline vocabulary is placed for tiktoken (cache directory, file name,
 hash, keeping a good file and replacing a corrupt one, the error texts), and the approximate tokenizer's own
 encode / pieces / offsets / counts, all hand-valued."""
 
@@ -10,7 +10,7 @@ import tempfile
 import pytest
 import tiktoken
 
-import ctxcore.tokens as tokens
+import ctxcore.stages.tokens as tokens
 from ctxcore import get_tokenizer
 
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"

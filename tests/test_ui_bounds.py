@@ -107,7 +107,7 @@ def _nested(depth: int) -> bytes:
             '{"id":"b","text":"Other text here.","score":0.5}]' % meta).encode()
 
 
-@pytest.mark.parametrize("depth", [60])  # under the 100-level limit (ctxcore/limits.py MAX_DEPTH)
+@pytest.mark.parametrize("depth", [60])  # under the 100-level limit (ctxcore/io/limits.py MAX_DEPTH)
 def test_deep_metadata_that_the_cli_reads_uploads_too(tmp_path, depth):
     path = tmp_path / "deep.json"
     path.write_bytes(_nested(depth))

@@ -5,9 +5,11 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ctxcore import Candidate, Config, build, dedup, wordsets
+from ctxcore import Candidate, Config, build
+
+from ctxcore.stages import dedup, wordsets
 from ctxcore.pipeline import forget_stage_results
-from ctxcore.dedup import jaccard, near_duplicates_naive, near_matches, words
+from ctxcore.stages.dedup import jaccard, near_duplicates_naive, near_matches, words
 
 # words that sit on the packing's edges: 8, 9, 12 and 13 characters, equal first twelve, digits, case
 EDGES = ["abcdefgh", "abcdefghi", "abcdefghijkl", "abcdefghijklm", "abcdefghijkln", "abcdefghijklmnopqrstuvwxyz0",

@@ -1,0 +1,243 @@
+"""The sent context, reconstructed from a logged trace: the evidence of what the model read.
+
+From the prompt text a tracing tool logged, and the candidates retrieval returned, this says which
+candidates reached the prompt, in what order, under which label (``[1]``, ``[S2]``,
+``Document 3:`` ...), whole or cut (the share of their text found), the tokens each took, the
+duplicates among them (identical text, or word-set Jaccard at or above the near-dedup threshold
+of the config: the engine's own definitions in :mod:`ctxcore.stages.similarity`), the versions among them
+(document families by ``doc_id``, ordered by :func:`ctxcore.stages.filters.version_key`), whether the
+question and an answer rule are present, and whether the recounted prompt is over the window.
+
+Without a logged prompt, a build's own prompt is the sent context (``source="replay"``): that is how
+the sample scenarios are diagnosed in their failure state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from typing import Optional
+
+from ..stages.compress import sentences
+from ..stages.filters import version_key
+from ..memo import by_text
+from .reach import _longest_prefix, normalise
+from ..records import Logged, Sent, SentPassage, Trace
+from ..stages.similarity import jaccard, words
+from ..stages.tokens import get_tokenizer
+
+DEFAULT_NEAR = 0.8  # the near-dedup threshold used when the config switched near-dedup off
+
+# labels other systems put before a passage, read on the normalised (case-folded) prompt, at the end
+# of the text just before the passage
+_LABEL = re.compile(
+    r"(\[\s*s?\d{1,4}\s*\]|\(\s*\d{1,4}\s*\)|(?:document|doc|source|passage|context|chunk|result)\s*#?\s*\d{1,4}"
+    r"|\b\d{1,3}[.)])[^\w\n]{0,12}$")
+_STOP = frozenset("""a an and are as at be but by can could do does did for from had has have how i if in is it its
+    me my not of on or our should so that the their them then there these they this to was we were what when where
+    which who why will with would you your yes no""".split())
+_RULE = re.compile(r"answer only|only (?:use|from|with) the|based (?:only|solely) on|\bcite\b|citation|"
+                   r"use the (?:context|sources|passages|documents)|(?:reply|say|respond|answer)[^.]{0,40}"
+                   r"(?:don'?t know|do not know|cannot|can't|not sure|unable)", re.IGNORECASE)
+_ABSTAIN = re.compile(r"(?:don'?t|do not) know|cannot answer|can'?t answer|unable to answer|reply exactly|"
+                      r"not (?:in|covered by) the (?:context|sources|passages|documents)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _stem(w: str) -> str:
+    """A light suffix strip, so "refund", "refunds" and "refunded" meet ("damaged" and "damage" too)."""
+    for suffix in ("ing", "ed", "es", "s", "e"):
+        if len(w) > len(suffix) + 3 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+@by_text("content words")
+def content_words(text: str) -> frozenset[str]:
+    """The words that carry meaning, lightly stemmed: :func:`ctxcore.stages.similarity.words` without common
+    function words."""
+    return _content(words(text))
+
+
+def _content(ws: frozenset) -> frozenset[str]:
+    return frozenset(_stem(w) for w in ws if w not in _STOP and (len(w) > 2 or w.isdigit()))
+
+
+def overlap(text: str, query_words: frozenset) -> float:
+    """Share of the question's content words that ``text`` contains (0..1)."""
+    return len(content_words(text) & query_words) / len(query_words) if query_words else 0.0
+
+
+def relevance(candidate, query_words: frozenset) -> tuple:
+    """How strong a candidate is for the question: its score when scored, then word overlap with it."""
+    return (candidate.score is not None, candidate.score or 0.0, overlap(candidate.text, query_words))
+
+
+def _label(hay: str, offset: int) -> Optional[str]:
+    m = _LABEL.search(hay, max(0, offset - 40), offset)
+    if not m:
+        return None
+    raw = m.group(1)
+    if raw.startswith("["):
+        return "[" + raw[1:-1].strip().upper() + "]"
+    return raw[0].upper() + raw[1:]
+
+
+def _matches(candidates, hay: str, hay_words: frozenset, min_chars: int = 40):
+    """(candidate, share, offset) for each candidate found in the normalised prompt ``hay``.
+
+    Identical texts claim successive occurrences, so five copies of a paragraph sent five times are five
+    passages, and a copy retrieved twice but sent once is one. A candidate most of whose words are not in
+    the prompt at all is skipped without a text search (10k candidates against one prompt stay cheap)."""
+    taken: set[int] = set()
+    out = []
+    for c in candidates:
+        text = normalise(c.text)
+        cw = words(c.text)
+        if not text or (cw and len(cw & hay_words) < 0.3 * len(cw)):
+            continue
+        head = hay.find(text[:min_chars])
+        if head < 0 and len(cw & hay_words) < 0.6 * len(cw):
+            continue  # neither its opening nor most of its words: not a passage of this prompt
+        pos = hay.find(text) if head >= 0 else -1
+        while pos >= 0 and pos in taken:
+            pos = hay.find(text, pos + 1)
+        if pos >= 0:
+            taken.add(pos)
+            out.append((c, 1.0, pos))
+            continue
+        if head >= 0 and hay.find(text) >= 0:  # every occurrence already claimed by an identical candidate
+            continue
+        length, at = _longest_prefix(text, hay) if head >= 0 else (0, -1)
+        found = length if length >= min(min_chars, len(text)) else 0
+        present = [p for p in (normalise(s) for s in sentences(c.text)) if len(p) >= 20 and p in hay]
+        by_sentences = sum(len(p) for p in present)
+        if by_sentences > found:
+            found, at = by_sentences, hay.find(present[0])
+        if found and at not in taken:
+            taken.add(at)
+            out.append((c, round(found / len(text), 3), at))
+    return out
+
+
+def reconstruct(trace: Trace, prompt: str, source: str = "logged") -> Sent:
+    """The sent context of ``prompt`` (what a logged system sent) against the trace's candidates."""
+    hay = normalise(prompt)
+    found = sorted(_matches(trace.candidates, hay, words(prompt)), key=lambda m: m[2])
+    tok = get_tokenizer(trace.config.encoding)
+    threshold = trace.config.near_dup if trace.config.near_dup is not None else DEFAULT_NEAR
+    newest = _newest(trace.candidates)
+    passages, earlier = [], []
+    for i, (c, share, at) in enumerate(found, 1):
+        dup, sim = None, None
+        cw = words(c.text)
+        for e in earlier:
+            if c.doc_id and e.doc_id == c.doc_id and version_key(c) != version_key(e):
+                continue  # versions of one document: a version question, not a duplicate
+            if normalise(e.text) == normalise(c.text):
+                dup, sim = e.id, 1.0
+                break
+            s = jaccard(cw, words(e.text))
+            if s >= threshold:
+                dup, sim = e.id, round(s, 3)
+                break
+        earlier.append(c)
+        sent_tokens = tok.count(c.text) if share >= 1 else max(1, round(tok.count(c.text) * share))
+        passages.append(SentPassage(c.id, i, _label(hay, at), share, sent_tokens, at, dup, sim,
+                                    _superseded(c, newest, {x[0].id for x in found})))
+    sent_ids = {p.id for p in passages}
+    total = tok.count(prompt)
+    limit = trace.budget.window - trace.budget.max_output
+    return Sent(tuple(passages), tuple(c.id for c in trace.candidates if c.id not in sent_ids),
+                sum(p.tokens for p in passages), total, limit, total > limit,
+                _question_present(trace.query, hay, max((at + round(len(normalise(c.text)) * share)
+                                                         for c, share, at in found), default=0)),
+                bool(_RULE.search(prompt)), bool(_ABSTAIN.search(prompt)),
+                source)
+
+
+def of_build(trace: Trace) -> Sent:
+    """A build's own prompt as the sent context: its kept passages, labelled [S1]..., in prompt order."""
+    by_id = {c.id: c for c in trace.candidates}
+    tok = get_tokenizer(trace.config.encoding)
+    threshold = trace.config.near_dup if trace.config.near_dup is not None else DEFAULT_NEAR
+    kept = trace.kept()
+    newest = _newest(trace.candidates)
+    kept_ids = {d.id for d in kept}
+    passages, earlier = [], []
+    offsets = {b.id: b.start_token for b in trace.blocks if b.kind == "evidence" and b.id}
+    for d in kept:
+        c = by_id[d.id]
+        text = d.text if d.text is not None else c.text
+        dup, sim = None, None
+        for e in earlier:
+            if c.doc_id and e.doc_id == c.doc_id and version_key(c) != version_key(e):
+                continue
+            s = 1.0 if e.text == c.text else jaccard(words(c.text), words(e.text))
+            if s >= threshold:
+                dup, sim = e.id, round(s, 3)
+                break
+        earlier.append(c)
+        share = 1.0 if not d.compressed else round(len(text) / max(1, len(c.text)), 3)
+        passages.append(SentPassage(d.id, d.position, f"[{d.label}]", share, d.tokens or tok.count(text),
+                                    offsets.get(d.id, 0), dup, sim, _superseded(c, newest, kept_ids)))
+    limit = trace.budget.window - trace.budget.max_output
+    return Sent(tuple(passages), tuple(c.id for c in trace.candidates if c.id not in kept_ids),
+                sum(p.tokens for p in passages), trace.prompt.tokens, limit, trace.prompt.tokens > limit,
+                True, True, True, "replay")
+
+
+def of_trace(trace: Trace, logged_prompt: Optional[str] = None) -> Sent:
+    """The sent context: the logged prompt when there is one, else the build's own prompt."""
+    prompt = logged_prompt if logged_prompt is not None else (trace.logged.prompt_text if trace.logged else None)
+    if prompt:
+        if trace.logged is not None and trace.logged.sent is not None and prompt == trace.logged.prompt_text \
+                and trace.logged.sent.source == "logged":
+            return trace.logged.sent
+        return reconstruct(trace, prompt)
+    return of_build(trace)
+
+
+def attach(trace: Trace) -> Trace:
+    """The trace with ``logged.sent`` filled in (a logged trace only; others are returned as they are)."""
+    logged: Optional[Logged] = trace.logged
+    if logged is None or not logged.prompt_text or logged.sent is not None:
+        return trace
+    return dataclasses.replace(trace, logged=dataclasses.replace(logged, sent=reconstruct(trace, logged.prompt_text)))
+
+
+def _newest(candidates) -> dict:
+    """doc_id -> the newest version key among the retrieved members of that document, for families of 2+."""
+    keys: dict = {}
+    for c in candidates:
+        if c.doc_id and (c.date or c.version):
+            keys.setdefault(c.doc_id, []).append((version_key(c), c.id))
+    return {doc: max(ks) for doc, ks in keys.items() if len({k for k, _ in ks}) > 1}
+
+
+def _superseded(c, newest: dict, sent_ids: set) -> Optional[str]:
+    top = newest.get(c.doc_id) if c.doc_id else None
+    if top is None or version_key(c) is None or version_key(c) >= top[0]:
+        return None
+    return top[1]
+
+
+def _question_present(query: str, hay: str, evidence_end: int = 0) -> bool:
+    """The question is in the prompt: verbatim, or (reworded) most of its words after the last passage, or
+    before the first one."""
+    q = normalise(query)
+    if not q or q in hay:
+        return True
+    qw = content_words(query)
+    after = hay[evidence_end:]
+    return bool(qw) and len(qw & content_words(after)) >= 0.8 * len(qw)
+
+
+def family_members(trace: Trace, cid: str) -> list:
+    """The candidates of ``cid``'s document family (same doc_id, versioned), newest first."""
+    c = next(x for x in trace.candidates if x.id == cid)
+    if not c.doc_id:
+        return []
+    members = [x for x in trace.candidates if x.doc_id == c.doc_id and version_key(x) is not None]
+    return sorted(members, key=version_key, reverse=True)

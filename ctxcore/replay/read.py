@@ -1,0 +1,263 @@
+"""A trace log read lazily, one run at a time, for :mod:`ctxcore.replay`.
+
+A log is any mix of files, directories (walked, ``.json``/``.jsonl``/``.csv`` files in name order)
+and globs. A file holds one run (a candidates file, a ctxcore trace, a logged trace of one run) or
+many: a JSONL with one run a line (ctxcore traces, request objects or Langfuse traces) is streamed
+line by line, so its length does not bound anything; a span export holding several runs
+(OpenInference spans, Langfuse observations) is read whole (at most the loaders' file limit) and cut
+into one group of records per run, so each run is mapped once instead of once per run in the file.
+
+The reader only cuts; the mapping to candidates (:func:`load_item`) runs where the run is replayed,
+in a worker process when there are workers. A file or line that cannot be read becomes an
+:class:`Item` of kind ``error`` carrying its reason, in its place in the input order.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Optional
+
+from ..errors import InputError
+from ..io.formats import FAMILIES, family_of
+from ..io.formats.langfuse import LANGFUSE
+from ..io.formats.openinference import OPENINFERENCE
+from ..io.formats.spans import parse_spans, span_records
+from ..io.loaded import Loaded
+from ..io.loaders import from_object, load
+from ..io.reading import decode, parse_json, parse_text, too_big
+
+SUFFIXES = (".json", ".jsonl", ".csv")
+_BY_NAME = {f.name: f for f in FAMILIES}
+
+
+@dataclass(frozen=True)
+class Item:
+    """One run as the reader cut it (picklable: it travels to the workers).
+
+    ``kind``: ``bytes`` (a whole one-run file: ``payload`` is its bytes), ``line`` (one line of a
+    JSONL log: its text), ``family`` (``payload`` is ``(family name, the run's records)``) or
+    ``error`` (``payload`` is the reason it cannot be read)."""
+
+    index: int
+    source: str
+    kind: str
+    payload: Any
+    run_id: Optional[str] = None
+    time: Optional[str] = None
+    done_bytes: int = 0  # input bytes read up to and including this run (for progress and ETA)
+
+
+def expand(paths: Iterable[str]) -> Iterator[tuple[str, Optional[str]]]:
+    """(file, None) for every file the arguments name, in order; (argument, reason) for one naming none."""
+    for p in map(os.fspath, paths):
+        if os.path.isdir(p):
+            found = sorted(os.path.join(root, f) for root, _, files in os.walk(p) for f in files
+                           if f.lower().endswith(SUFFIXES))
+            if not found:
+                yield p, "the directory holds no .json, .jsonl or .csv file"
+            yield from ((f, None) for f in found)
+        elif os.path.isfile(p):
+            yield p, None
+        elif glob.has_magic(p):
+            found = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
+            if not found:
+                yield p, "no file matches this pattern"
+            yield from ((f, None) for f in found)
+        else:
+            yield p, "no such file or directory"
+
+
+def total_bytes(paths: Iterable[str]) -> int:
+    """Bytes of every file the arguments name (what progress measures against)."""
+    total = 0
+    for f, reason in expand(paths):
+        if reason is None:
+            try:
+                total += os.path.getsize(f)
+            except OSError:
+                pass
+    return total
+
+
+def items(paths: Iterable[str]) -> Iterator[Item]:
+    """Every run of the log, lazily, in input order (file order, then the order inside each file)."""
+    index, before = 0, 0
+    for path, reason in expand(paths):
+        if reason is not None:
+            yield Item(index, path, "error", reason, done_bytes=before)
+            index += 1
+            continue
+        size = _size(path)
+        for kind, source, payload, run_id, time, at in _file(path):
+            yield Item(index, source, kind, payload, run_id, time, before + min(at, size))
+            index += 1
+        before += size
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _per_line(obj) -> bool:
+    """A JSONL whose lines are whole runs: ctxcore traces, request objects or Langfuse traces."""
+    return isinstance(obj, dict) and ("format" in obj or "candidates" in obj or isinstance(obj.get("observations"),
+                                                                                            list))
+
+
+def _file(path: str):
+    """(kind, source, payload, run_id, time, bytes read) for each run of one file."""
+    try:
+        with open(path, "rb") as f:
+            head, looked = None, 0
+            while head is None and looked < 5:  # a broken first line does not hide what the log holds
+                line = f.readline()
+                if not line:
+                    break
+                if line.strip():
+                    head, looked = _parsed(line), looked + 1
+                    if head is None and not path.lower().endswith(".jsonl"):
+                        break
+            if path.lower().endswith(".jsonl") or (head is not None and f.peek(1)):
+                if _per_line(head):
+                    f.seek(0)
+                    yield from _lines(f, path)
+                    return
+    except OSError as err:
+        yield "error", path, f"cannot read the file ({err.strerror})", None, None, 0
+        return
+    yield from _whole(path)
+
+
+def _parsed(line: bytes):
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _lines(f, path: str):
+    at = 0
+    for n, raw in enumerate(f, 1):
+        at += len(raw)
+        if raw.strip():
+            source = f"{path}:{n}"
+            try:
+                yield "line", source, decode(raw, source).rstrip("\r\n"), None, None, at
+            except InputError as err:
+                yield "error", source, why(err, source), None, None, at
+
+
+def _whole(path: str):
+    size = _size(path)
+    try:
+        too_big(size, path)
+        with open(path, "rb") as f:
+            raw = f.read()
+        text = decode(raw, path)
+        data = None if path.lower().endswith(".csv") or not text.lstrip().startswith(("[", "{")) \
+            else parse_text(text, path)
+    except (OSError, InputError) as err:
+        reason = why(err, path) if isinstance(err, InputError) else f"cannot read the file ({err.strerror})"
+        yield "error", path, reason, None, None, size
+        return
+    family = family_of(data, path) if data is not None else None
+    ids = family.traces(data) if family is not None else []
+    if len(ids) < 2:
+        yield "bytes", path, raw, None, run_time(family.name if family else None, data), size
+        return
+    for tid, records in _split(family.name, data, ids, path):
+        yield "family", f"{path}#{tid}", (family.name, records), tid, run_time(family.name, records), size
+
+
+def _split(name: str, data, ids: list[str], source: str) -> list[tuple[str, Any]]:
+    """The records of each run: spans grouped by trace id, Langfuse traces one by one or their
+    observations by ``traceId``; any other shape is handed whole with the run's id to pick."""
+    if name == OPENINFERENCE:
+        records = span_records(data, source)
+        groups: dict = {}
+        for span, record in zip(parse_spans(records, source), records):
+            groups.setdefault(span.trace_id, []).append(record)
+        return [(tid, groups[tid]) for tid in ids if tid in groups]
+    if name == LANGFUSE:
+        rows = data["data"] if isinstance(data, dict) and isinstance(data.get("data"), list) else data
+        if isinstance(rows, list):
+            groups = {}
+            for row in rows:
+                if not isinstance(row, dict):
+                    continue
+                if isinstance(row.get("observations"), list):
+                    head = row["trace"] if isinstance(row.get("trace"), dict) else row
+                    tid = head.get("id")
+                else:
+                    tid = row.get("traceId")
+                groups.setdefault(None if tid is None else str(tid), []).append(row)
+            if all(tid in groups for tid in ids) and all(len(g) == 1 or not isinstance(g[0].get("observations"), list)
+                                                         for g in groups.values()):
+                return [(tid, groups[tid]) for tid in ids]
+    return [(tid, {"whole": data, "trace_id": tid}) for tid in ids]
+
+
+def run_time(family: Optional[str], data) -> Optional[str]:
+    """When a run happened, as the log wrote it: the ctxcore line's ``time``, the Langfuse trace's
+    ``timestamp`` (else its first observation's ``startTime``), the earliest span's start."""
+    if family is None:
+        value = data.get("time", data.get("timestamp")) if isinstance(data, dict) else None
+    elif family == LANGFUSE:
+        rows = data if isinstance(data, list) else [data]
+        heads = [r.get("trace") if isinstance(r.get("trace"), dict) else r for r in rows if isinstance(r, dict)]
+        value = next((h.get("timestamp") for h in heads if h.get("timestamp") is not None), None)
+        if value is None:
+            obs = [o for h in rows if isinstance(h, dict) for o in (h.get("observations") or [h])
+                   if isinstance(o, dict) and o.get("startTime") is not None]
+            value = min((str(o["startTime"]) for o in obs), default=None)
+    else:
+        try:
+            spans = parse_spans(span_records(data) or [], "input")
+        except InputError:
+            spans = []
+        starts = [s.start for s in spans if s.start is not None]
+        value = min(starts, key=lambda v: (not isinstance(v, (int, float)), str(v))) if starts else None
+    return None if value is None else str(value)
+
+
+def why(err: Exception, source: str) -> str:
+    """What is wrong, without the source it is reported beside (its line, row and field stay)."""
+    text = str(err)
+    if isinstance(err, InputError) and text.startswith(source):
+        return text[len(source):].lstrip(",: ") or text
+    return text
+
+
+def load_item(item: Item) -> tuple[Loaded, Optional[str], Optional[str]]:
+    """(the run as ctxcore input, its run id, its time); raises InputError when it cannot be read."""
+    if item.kind == "error":
+        raise InputError(item.payload, source=item.source)
+    if item.kind == "bytes":
+        loaded = load(item.payload, name=item.source)
+        return loaded, _run_id(loaded), item.time
+    if item.kind == "line":
+        try:
+            data = parse_json(item.payload, item.source)
+        except InputError as err:
+            err.line = None  # the source names the line of the log; the parser saw a one-line text
+            raise
+        loaded = from_object(data, item.source)
+        own = data.get("run_id") if isinstance(data, dict) else None
+        return loaded, _run_id(loaded) or (str(own) if own is not None else None), run_time(None, data)
+    name, records = item.payload
+    family = _BY_NAME[name]
+    if isinstance(records, dict) and "whole" in records:
+        return family.load(records["whole"], item.source, records["trace_id"]), item.run_id, item.time
+    return family.load(records, item.source, item.run_id), item.run_id, item.time
+
+
+def _run_id(loaded: Loaded) -> Optional[str]:
+    logged = loaded.logged or (loaded.trace.logged if loaded.trace is not None else None)
+    return logged.trace_id if logged is not None and logged.trace_id else None

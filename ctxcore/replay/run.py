@@ -1,0 +1,294 @@
+"""Replay a whole trace log under new settings: what each run would lose, gain and cost.
+
+For every run of the log (:mod:`ctxcore.replay.read` reads them lazily) the run is built under the
+**new** settings and compared with its **baseline**:
+
+* ``logged_prompt`` — an imported run whose log holds the prompt that was actually sent: the
+  baseline is that prompt (a candidate is ``sent``, ``cut`` or ``not_sent`` by what of its text the
+  prompt holds);
+* ``trace`` — a ctxcore trace: its own decisions and prompt;
+* ``config`` — ``baseline`` settings were given: a build under them;
+* ``file`` — anything else (a candidates file): a build under the file's own settings.
+
+Both the new and the baseline settings go on top of the run's own settings. A run's row holds the
+candidates newly dropped and newly kept and every candidate whose fate or stage moved (fate, stage
+and reason under each side), evidence and prompt tokens under each, the passages the logged answer
+cited and those the new prompt would lose (a likely regression), and the finding kinds present
+under one side only. :func:`replay_batch` is what a worker runs; :func:`replay` drives the whole
+log through an engine (:mod:`ctxcore.replay.engines`) and streams the rows to
+:mod:`ctxcore.replay.report`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from itertools import islice
+from typing import Callable, Iterable, Iterator, Optional
+
+from ..analysis.answer import check_answer
+from ..errors import BuildError, InputError
+from ..analysis.explain import findings
+from ..io.loaded import Loaded
+from ..pipeline import clear_caches, evidence_cost
+from ..analysis.reach import reached
+from ..records import Trace
+from .engines import default_workers
+from .engines import run as run_engine
+from .read import Item, items, load_item, total_bytes, why
+from .report import Summary, Writer
+from ..stages.tokens import get_tokenizer
+
+BASELINES = ("logged_prompt", "trace", "config", "file")
+BATCH = 16  # runs per task: amortises the pickling and the round trip to a worker
+
+
+def _findings_kinds(trace: Trace, logged_prompt: Optional[str] = None,
+                    logged_prompt_tokens: Optional[int] = None) -> list[str]:
+    """The finding kinds of a context: the one place replay calls :func:`ctxcore.analysis.explain.findings`.
+
+    Verification (re-building to prove each fix) is asked off when ``findings`` offers a switch for
+    it; the kinds never depend on it. Answer checks are left out on both sides: the answer was
+    written from the logged prompt, so the contexts are compared, and the answer's citations are
+    compared separately (``lost_ids``)."""
+    kwargs = {"logged_prompt": logged_prompt, "logged_prompt_tokens": logged_prompt_tokens}
+    kwargs.update({k: False for k in ("verify", "verify_fixes") if k in _FINDINGS_PARAMETERS})
+    return sorted({f.kind for f in findings(trace, **kwargs)})
+
+
+_FINDINGS_PARAMETERS = frozenset(inspect.signature(findings).parameters)
+
+
+def _present(trace: Trace) -> dict[str, bool]:
+    """Is each candidate's text in the prompt: kept, or merged into / an exact copy of a kept passage."""
+    fate = {d.id: d.fate for d in trace.decisions}
+    out = {}
+    for d in trace.decisions:
+        other = d.merged_into if d.fate == "merged" else d.duplicate_of if d.fate == "exact_duplicate" else None
+        out[d.id] = d.fate == "kept" or (other is not None and fate.get(other) == "kept")
+    return out
+
+
+def _built_side(trace: Trace) -> dict:
+    return {"fates": {d.id: (d.fate, d.stage, d.reason) for d in trace.decisions},
+            "order": [d.id for d in trace.kept()],
+            "evidence": evidence_cost(trace), "prompt": trace.prompt.tokens}
+
+
+def _logged_side(trace: Trace, prompt: str, prompt_tokens: Optional[int]) -> dict:
+    """The prompt that was sent as a side: each candidate sent whole, cut, or not sent."""
+    tokens = {c.id: c.tokens or 0 for c in trace.candidates}
+    fates, evidence, found = {}, 0, reached(trace.candidates, prompt)
+    for r in found:
+        if r.status == "whole":
+            fates[r.id] = ("sent", "logged", "in the logged prompt, whole")
+        elif r.status == "partly":
+            fates[r.id] = ("cut", "logged", f"{r.share:.0%} of its text is in the logged prompt")
+        else:
+            fates[r.id] = ("not_sent", "logged", "not in the logged prompt")
+        evidence += round(tokens[r.id] * r.share)
+    found = sorted((r for r in found if r.order is not None), key=lambda r: r.order)
+    if prompt_tokens is None:
+        prompt_tokens = get_tokenizer(trace.config.encoding).count(prompt)
+    return {"fates": fates, "order": [r.id for r in found], "evidence": evidence, "prompt": prompt_tokens}
+
+
+_IN_PROMPT = ("kept", "sent", "cut")
+
+
+def _moves(before: dict, after: dict, logged: bool) -> list[dict]:
+    out = []
+    for cid, (fate_a, stage_a, reason_a) in before["fates"].items():
+        fate_b, stage_b, reason_b = after["fates"][cid]
+        was, now = fate_a in _IN_PROMPT, fate_b in _IN_PROMPT
+        moved = was != now or (fate_a == "cut" and now) if logged else (fate_a, stage_a) != (fate_b, stage_b)
+        if moved:
+            out.append({"id": cid, "before_fate": fate_a, "before_stage": stage_a, "before_reason": reason_a,
+                        "after_fate": fate_b, "after_stage": stage_b, "after_reason": reason_b})
+    return out
+
+
+def _same_context(a: Trace, b: Trace) -> bool:
+    """Same fates, places, blocks and budget: the finding kinds cannot differ, so they are not computed."""
+    return a.budget == b.budget and a.blocks == b.blocks and all(
+        (x.fate, x.stage, x.position) == (y.fate, y.stage, y.position) for x, y in zip(a.decisions, b.decisions))
+
+
+def _cited(own: Trace, answer: Optional[str], sent: Optional[str]) -> list[tuple[str, str]]:
+    """(label, candidate id) for each passage the logged answer cites that the check ties to a candidate:
+    against the prompt that was sent when it is known, else against the run's own trace."""
+    if not answer:
+        return []
+    out = []
+    for c in check_answer(own, answer, sent):
+        if c.kind == "citation" and c.verdict == "ok":
+            out.extend((c.claim.strip("[]"), cid) for cid in c.ids)
+    return out
+
+
+def compare(loaded: Loaded, new: dict, baseline: Optional[dict] = None, with_findings: bool = True) -> dict:
+    """One run's row (without its place in the log): the new settings against the baseline.
+
+    Findings are compared only where the two contexts differ (``findings_checked``), and not at all
+    without ``with_findings``: they re-build the run many times to verify fixes, which costs more than the
+    replay itself."""
+    logged = loaded.logged or (loaded.trace.logged if loaded.trace is not None else None)
+    sent = logged.prompt_text if logged is not None else None
+    after = loaded.build(loaded.settings(**new))
+    if baseline is not None:
+        kind, base = "config", loaded.build(loaded.settings(**baseline))
+    elif sent:
+        kind, base = "logged_prompt", loaded.trace if loaded.trace is not None else loaded.build()
+    elif loaded.trace is not None:
+        kind, base = "trace", loaded.trace
+    else:
+        kind, base = "file", loaded.build()
+    logged_prompt = kind == "logged_prompt"
+    side_a = _logged_side(base, sent, logged.prompt_tokens) if logged_prompt else _built_side(base)
+    side_b = _built_side(after)
+    moved = _moves(side_a, side_b, logged_prompt)
+    dropped = [m for m in moved if m["before_fate"] in _IN_PROMPT and m["after_fate"] not in _IN_PROMPT]
+    kept = [m for m in moved if m["before_fate"] not in _IN_PROMPT and m["after_fate"] in _IN_PROMPT]
+    common = set(side_a["order"]) & set(side_b["order"])
+    reordered = [i for i in side_a["order"] if i in common] != [i for i in side_b["order"] if i in common]
+    if with_findings and (logged_prompt or not _same_context(base, after)):
+        f_a = _findings_kinds(base, sent if logged_prompt else None,
+                              logged.prompt_tokens if logged_prompt else None)
+        f_b, checked = _findings_kinds(after), True
+    else:
+        f_a, f_b, checked = [], [], False
+    answer = logged.answer if logged is not None else None
+    if loaded.trace is not None or kind != "config":
+        own = loaded.trace if loaded.trace is not None else base  # what the answer's labels refer to
+    else:
+        own = loaded.build() if answer else None
+    cited = _cited(own, answer, sent)
+    present = _present(after)
+    lost = [(label, cid) for label, cid in cited if not present.get(cid, False)]
+    return {
+        "query": after.query, "baseline": kind, "candidates": len(after.candidates),
+        "changed": bool(moved) or reordered, "reordered": reordered,
+        "kept_before": len(side_a["order"]), "kept_after": len(side_b["order"]),
+        "newly_dropped": dropped, "newly_kept": kept, "moved": moved,
+        "evidence_tokens_before": side_a["evidence"], "evidence_tokens_after": side_b["evidence"],
+        "prompt_tokens_before": side_a["prompt"], "prompt_tokens_after": side_b["prompt"],
+        "tokens_saved": side_a["prompt"] - side_b["prompt"],
+        "cited_labels": [label for label, _ in cited], "cited_ids": [cid for _, cid in cited],
+        "lost_labels": [label for label, _ in lost], "lost_ids": [cid for _, cid in lost],
+        "regression": bool(lost),
+        "findings_checked": checked, "findings_before": f_a, "findings_after": f_b,
+        "findings_gone": sorted(set(f_a) - set(f_b)), "findings_new": sorted(set(f_b) - set(f_a)),
+    }
+
+
+def replay_one(item: Item, new: dict, baseline: Optional[dict] = None, with_findings: bool = True) -> dict:
+    """The result for one run: ``{"index", "source", "ok": True, "row": {...}}`` or, when it cannot be
+    read or built, ``{"index", "source", "ok": False, "reason": ...}``."""
+    head = {"index": item.index, "source": item.source}
+    try:
+        loaded, run_id, when = load_item(item)
+        row = compare(loaded, new, baseline, with_findings)
+    except (InputError, BuildError) as err:
+        return {**head, "ok": False, "run_id": item.run_id, "reason": why(err, item.source)}
+    except (RecursionError, MemoryError, ValueError, TypeError, KeyError) as err:
+        return {**head, "ok": False, "run_id": item.run_id, "reason": f"{type(err).__name__}: {err}"}
+    finally:
+        clear_caches()  # every run's texts are new: caching them across runs would only grow the worker
+    return {**head, "ok": True, "row": {**head, "run_id": run_id or item.run_id, "time": when, **row}}
+
+
+def replay_batch(batch: list[Item], new: dict, baseline: Optional[dict] = None,
+                 with_findings: bool = True) -> list[dict]:
+    """What a worker runs: :func:`replay_one` for each run of the batch, in order."""
+    return [replay_one(item, new, baseline, with_findings) for item in batch]
+
+
+def _batches(runs: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    it = iter(runs)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+class Progress:
+    """Runs done, runs per second and the time left (estimated from the input bytes read), to a callback
+    and, when ``stream`` is given, as one line on it at most every ``every`` seconds."""
+
+    def __init__(self, total_bytes: int, stream=None, callback: Optional[Callable] = None, every: float = 1.0):
+        self.total, self.stream, self.callback, self.every = max(total_bytes, 1), stream, callback, every
+        self.start = self.last = time.monotonic()
+        self.runs = self.unreadable = 0
+        self.ends: dict[int, int] = {}  # run index -> input bytes read up to its end (runs read, not yet done)
+
+    def read(self, runs: Iterable[Item]) -> Iterator[Item]:
+        """The runs, noting how far into the input each one ends."""
+        for item in runs:
+            self.ends[item.index] = item.done_bytes
+            yield item
+
+    def step(self, result: dict) -> None:
+        self.runs += 1
+        self.unreadable += not result["ok"]
+        self._show(self.ends.pop(result["index"], 0), final=False)
+
+    def finish(self) -> None:
+        self._show(self.total, final=True)
+
+    def _show(self, done_bytes: int, final: bool) -> None:
+        now = time.monotonic()
+        if not final and now - self.last < self.every:
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        share = min(done_bytes / self.total, 1.0)
+        eta = elapsed * (1 - share) / share if share > 0 else None
+        state = {"runs": self.runs, "unreadable": self.unreadable, "rate": self.runs / elapsed,
+                 "eta": 0.0 if final else eta, "fraction": 1.0 if final else share}
+        if self.callback is not None:
+            self.callback(state)
+        if self.stream is not None:
+            left = "" if state["eta"] is None else f", ETA {_duration(state['eta'])}"
+            self.stream.write(f"replay: {self.runs:,} runs ({self.unreadable:,} unreadable), "
+                              f"{state['rate']:.1f} runs/s{left}{' — done' if final else ''}\n")
+            self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def replay(logs: Iterable[str], new: dict, baseline: Optional[dict] = None, *, out: Optional[str] = None,
+           engine: str = "local", workers: Optional[int] = None, scheduler: Optional[str] = None,
+           batch: int = BATCH, with_findings: bool = True, progress=None, on_progress: Optional[Callable] = None,
+           on_row: Optional[Callable] = None) -> dict:
+    """Replay every run of ``logs`` under ``new`` settings; the aggregate report (``report.json``'s content).
+
+    With ``out``, ``runs.parquet``, ``runs.jsonl``, ``report.json`` and ``report.md`` are written there,
+    rows as they come. Memory stays bounded: runs are read lazily, a bounded number of batches is in
+    flight, and only the aggregate is kept. ``progress`` is a stream for progress lines (e.g. stderr),
+    ``on_progress`` a callback with ``{runs, unreadable, rate, eta, fraction}``, ``on_row`` one called
+    with every result in input order."""
+    logs = list(logs)
+    summary, meter = Summary(), Progress(total_bytes(logs), progress, on_progress)
+    workers = workers or default_workers()
+    writer = Writer(out) if out else None
+    try:
+        results = run_engine(replay_batch, _batches(meter.read(items(logs)), batch), (new, baseline, with_findings),
+                             engine=engine, workers=workers, scheduler=scheduler)
+        for chunk in results:
+            for result in chunk:
+                summary.add(result)
+                if writer is not None and result["ok"]:
+                    writer.write(result["row"])
+                if on_row is not None:
+                    on_row(result)
+                meter.step(result)
+        meter.finish()
+    finally:
+        if writer is not None:
+            writer.close()
+    report = summary.report(new=new, baseline=baseline, with_findings=with_findings)
+    if writer is not None:
+        writer.finish(report, summary.markdown(report))
+    return report
+
