@@ -13,7 +13,7 @@ from .settings import check as check_settings
 FORMAT = "ctxcore.trace/1"
 
 Fate = Literal["kept", "exact_duplicate", "near_duplicate", "merged", "below_threshold",
-               "stale", "not_permitted", "over_budget"]
+               "stale", "not_permitted", "over_budget", "over_limit"]
 FATES: tuple[str, ...] = Fate.__args__  # type: ignore[attr-defined]
 
 FATE_MEANINGS = {
@@ -26,6 +26,7 @@ FATE_MEANINGS = {
     "stale": "an older version of a document whose newer version is present",
     "not_permitted": "the caller may not see it",
     "over_budget": "did not fit in the remaining evidence budget",
+    "over_limit": "the passage limit (max_passages) was reached before it: tokens were left, passages were not",
 }
 
 class TraceWarning(str):

@@ -12,7 +12,7 @@ from ctxcore import Trace
 
 from .tables import readable_table
 from .text import esc, visible_frame
-from .theme import KIND_COLORS
+from .theme import FATE_COLORS, KIND_COLORS
 
 
 def _block_text(b, cands: dict, kept: dict) -> str:
@@ -109,7 +109,7 @@ def sent_map(rows, prompt_tokens: int, right: float, budget=None) -> go.Figure:
                              marker=dict(color="#cfd8dc"), hoverinfo="skip"))
         fig.add_trace(go.Bar(
             y=["sent"] * len(sent), x=widths, base=bases, orientation="h", name="passage as sent",
-            marker=dict(color=[FATE_MAP_COLORS.get(r["replay fate"], "#9e9e9e") for r in sent],
+            marker=dict(color=[FATE_COLORS.get(r["replay fate"], "#9e9e9e") for r in sent],
                         line=dict(color="white", width=1.5)),
             text=[f"#{r['order']}" for r in sent], textposition="inside", insidetextanchor="middle",
             textfont=dict(color="white"), constraintext="inside",
@@ -125,9 +125,6 @@ def sent_map(rows, prompt_tokens: int, right: float, budget=None) -> go.Figure:
     return fig
 
 
-FATE_MAP_COLORS = {"kept": "#2e7d32", "over_budget": "#ef6c00", "near_duplicate": "#ab47bc",
-                   "exact_duplicate": "#6a1b9a", "stale": "#795548", "below_threshold": "#f9a825",
-                   "not_permitted": "#c62828", "merged": "#0277bd"}
 
 
 def span_timeline(spans: list) -> go.Figure:

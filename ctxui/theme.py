@@ -18,6 +18,7 @@ FATE_COLORS = {
     "stale": "#795548",
     "not_permitted": "#c62828",
     "over_budget": "#ef6c00",
+    "over_limit": "#00838f",
 }
 KIND_COLORS = {
     "system": "#37474f",
@@ -31,7 +32,8 @@ KIND_COLORS = {
     "question": "#1565c0",
 }
 FATE_BADGES = {"exact_duplicate": "violet", "near_duplicate": "violet", "merged": "blue", "below_threshold": "yellow",
-               "stale": "gray", "not_permitted": "red", "over_budget": "orange"}
+               "stale": "gray", "not_permitted": "red", "over_budget": "orange",
+               "over_limit": "primary"}
 
 
 def favicon():

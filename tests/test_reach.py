@@ -75,8 +75,8 @@ def test_logged_versus_replay_names_all_four_changes():
     assert logged_vs_replay(replay, logged) == [
         Difference("a", "whole", 1, "kept", replay.decision("a").position, "both"),
         Difference("b", "absent", None, "kept", replay.decision("b").position, "only replay"),
-        Difference("c", "whole", 2, "over_budget", None, "only logged"),
-        Difference("d", "absent", None, "over_budget", None, "neither"),
+        Difference("c", "whole", 2, "over_limit", None, "only logged"),
+        Difference("d", "absent", None, "over_limit", None, "neither"),
     ]
     assert {replay.decision("a").position, replay.decision("b").position} == {1, 2}
 

@@ -120,11 +120,11 @@ def test_every_row_records_the_run_tokens_and_fates(inprocess):
     assert row["tokens_saved"] == row["prompt_tokens_before"] - row["prompt_tokens_after"]
     assert row["kept_after"] <= 3
     for m in row["newly_dropped"]:
-        assert m["before_fate"] == "kept" and m["after_fate"] == "over_budget"
+        assert m["before_fate"] == "kept" and m["after_fate"] == "over_limit"
         assert "max_passages 3" in m["after_reason"] and m["before_reason"].startswith("rank ")
     assert report["runs"] == 240 and report["unreadable"] == []
     moves = {(m["from"], m["to"]): m for m in report["fate_moves"]}
-    assert moves[("kept", "over_budget")]["candidates"] == sum(len(r["newly_dropped"]) for r in _rows(out))
+    assert moves[("kept", "over_limit")]["candidates"] == sum(len(r["newly_dropped"]) for r in _rows(out))
     assert report["tokens"]["saved_total"] == sum(r["tokens_saved"] for r in _rows(out))
 
 

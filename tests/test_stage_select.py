@@ -68,6 +68,7 @@ def test_max_passages_caps_the_count_and_says_so():
     t = build(cands, "q", Config(budget=500, max_passages=2))
     assert [d.id for d in t.kept()] == ["a", "b"]
     assert t.decision("c").reason == "the passage limit (max_passages 2) was already reached"
+    assert t.decision("c").fate == "over_limit"  # a cap is not a budget: 500 tokens had room for it
 
 
 def test_naive_preset_keeps_duplicates_and_database_order():

@@ -125,10 +125,11 @@ def test_a_trace_finds_decisions_orders_the_kept_and_counts_fates():
     assert err.value.args == ("zz",)
     assert [d.id for d in t.kept()] == ["c", "a", "f"]
     assert t.fate_counts() == {"kept": 3, "exact_duplicate": 0, "near_duplicate": 2, "merged": 0,
-                               "below_threshold": 0, "stale": 0, "not_permitted": 0, "over_budget": 1}
+                               "below_threshold": 0, "stale": 0, "not_permitted": 0, "over_budget": 1,
+                               "over_limit": 0}
     assert _trace([]).fate_counts() == dict.fromkeys(["kept", "exact_duplicate", "near_duplicate", "merged",
                                                       "below_threshold", "stale", "not_permitted",
-                                                      "over_budget"], 0)
+                                                      "over_budget", "over_limit"], 0)
 
 
 def test_a_trace_serialises_with_its_format_and_query():

@@ -31,8 +31,8 @@ def _kept(i, tokens, cost, text, compressed=False):
     return Decision(i, "kept", "select", "fits", tokens=tokens, cost=cost, compressed=compressed, text=text)
 
 
-def _over(i, reason):
-    return Decision(i, "over_budget", "select", reason)
+def _over(i, reason, fate="over_budget"):
+    return Decision(i, fate, "select", reason)
 
 
 def _notes(state):
@@ -55,9 +55,9 @@ DEFINITION_CASES = {
         {"big": _over("big", "needs 55 tokens (50 text + 5 label) but only 20 of the 55-token docs budget "
                              "were left"),
          "c": _over("c", "needs 25 tokens (20 text + 5 label) but only 20 of the 55-token docs budget were left")}),
-    "after max_passages every other passage is over budget": (
+    "after max_passages every other passage is over the limit, not over budget": (
         THREE, {"budget": 500, "label_overhead": 0, "max_passages": 1},
-        [_kept("a", 30, 30, A)], {"big": _over("big", LIMIT), "c": _over("c", LIMIT)}),
+        [_kept("a", 30, 30, A)], {"big": _over("big", LIMIT, "over_limit"), "c": _over("c", LIMIT, "over_limit")}),
     "a chunk over the per-chunk cap is dropped when compression is off": (
         THREE, {"budget": 500, "label_overhead": 0, "max_chunk_tokens": 25},
         [_kept("c", 20, 20, C)],
@@ -152,10 +152,10 @@ RUN_CASES = {
                              "were left"),
          "c": _over("c", "needs its 20 text tokens plus a label line but only 13 of the 55-token docs budget "
                          "were left")}),
-    "after max_passages every other passage is over budget": (
+    "after max_passages every other passage is over the limit, not over budget": (
         THREE, {"budget": 500, "label_overhead": 0, "max_passages": 1},
         [_run_kept("a", "rank 1, score 0.9; selected by score for 30 tokens (30 of 500 used)", 30, 30)],
-        {i: _over(i, "the passage limit (max_passages 1) was already reached") for i in ("big", "c")}),
+        {i: _over(i, "the passage limit (max_passages 1) was already reached", "over_limit") for i in ("big", "c")}),
     "a compressed chunk records its text and its size before": (
         [Candidate("g", REFUNDS, 0.9)], {"budget": 10, "label_overhead": 2, "compress": True},
         [_run_kept("g", "rank 1, score 0.9; selected by score for 8 tokens (8 of 10 used); compressed from 13 "

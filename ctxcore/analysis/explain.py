@@ -89,6 +89,21 @@ def budget_needed(case: Case, cid: str, docs: int) -> Optional[int]:
     return lo
 
 
+def limit_needed(case: Case, cid: str, limit: Optional[int]) -> Optional[int]:
+    """The smallest passage limit above ``limit`` that keeps ``cid`` (None when no limit does): raising the limit
+    only lets the walk go further, so the kept set grows with it and a bisection finds the edge."""
+    if limit is None or not _kept(case.run(max_passages=None), cid):
+        return None
+    lo, hi = limit + 1, max(limit + 1, len(case.candidates))
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _kept(case.run(max_passages=mid), cid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def _with_budget(case: Case, cid: str, fix: dict) -> tuple[dict, bool]:
     """Apply ``fix``; if the candidate then only misses the budget, add the budget it needs."""
     trial = case.run(**fix)
@@ -161,6 +176,15 @@ def explain(trace: Trace, cid: str) -> Explanation:
             note = f"a docs budget of {b} tokens (now {trace.budget.docs}) keeps it"
         else:
             note = "no budget keeps it under these settings"
+    elif d.fate == "over_limit":
+        n = limit_needed(case, cid, trace.config.max_passages)
+        if n is not None:
+            fix, verified = {"max_passages": n}, True
+            note = (f"a passage limit of {n} (now {trace.config.max_passages}) keeps it; the docs budget had room, "
+                    f"the limit did not")
+        else:
+            fix, verified = _with_budget(case, cid, {"max_passages": None})
+            note = "even without the passage limit it does not fit the docs budget"
     elif d.fate == "below_threshold":
         score = next(c.score for c in trace.candidates if c.id == cid)
         fix, verified = _with_budget(case, cid, {"min_score": score})

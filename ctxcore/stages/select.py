@@ -135,7 +135,7 @@ def _least_from(tokens: list[int]) -> list[int]:
 def definition(state):
     """The plain rule the fast :func:`run` is held to (tests compare their fates, costs and order):
     walk the candidates in the chosen order; a passage that fits what is left is kept, one that
-    does not is over_budget and the walk goes on; after ``max_passages`` every other one is over_budget.
+    does not is over_budget and the walk goes on; after ``max_passages`` every other one is over_limit.
     MMR picks, at each step, the highest ``lam * score - (1 - lam) * max similarity`` with the passages
     kept so far, ties by rank; the similarity is :func:`similarity_for`'s (cosine of the embeddings when
     every candidate carries one, else word-set Jaccard), and the trace says which."""
@@ -157,7 +157,7 @@ def definition(state):
         else:
             c = pending.pop(0)
         if cfg.max_passages is not None and len(kept) >= cfg.max_passages:
-            dropped.append(Decision(c.id, "over_budget", "select", "the passage limit was already reached"))
+            dropped.append(Decision(c.id, "over_limit", "select", "the passage limit was already reached"))
             continue
         fit, why = _fit(state, c, overhead[c.id], remaining)
         if fit is None:
@@ -200,7 +200,7 @@ def run(state):
     too_long = []  # text alone over what is left: decided together when what is left changes, or at the end
     for k, c in enumerate(walk):
         if limit is not None and len(kept) >= limit:
-            dropped += Decision.each("over_budget", "select", [
+            dropped += Decision.each("over_limit", "select", [
                 (x.id, f"the passage limit (max_passages {limit}) was already reached") for x in walk.rest(k)])
             break
         if c.id not in overhead and unmeasured:
