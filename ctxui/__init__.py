@@ -53,7 +53,7 @@ from .tables import (  # noqa: F401
     REASON_WIDTH, row_height_for, wrap_lines, _select_row,
 )
 from .charts import (  # noqa: F401
-    budget_waterfall, MAP_SCALES, map_right, map_scale_label, position_chart, prompt_map, sent_map,
+    budget_waterfall, MAP_SCALES, map_right, map_scale_label, map_scale_note, position_chart, prompt_map, sent_map,
     span_timeline, token_bars, _block_text,
 )
 from .prompt import (  # noqa: F401
@@ -118,7 +118,7 @@ __all__ = [
     "show_labels", "show_merge", "show_near", "show_ordering", "show_selection", "show_stale", "show_threshold",
     "show_tokens", "show_trace", "STEP_VIEWS", "link_text", "link_warning", "read_link", "share_box", "start_run",
     "has_failure", "settings_source", "blank_missing", "readable_table", "REASON_WIDTH", "row_height_for",
-    "wrap_lines", "MAP_SCALES", "map_right", "map_scale_label", "sent_map", "span_timeline", "sent_changes",
+    "wrap_lines", "MAP_SCALES", "map_right", "map_scale_label", "map_scale_note", "sent_map", "span_timeline", "sent_changes",
     "sent_frame", "sent_side", "sent_summary", "sent_tokens", "sent_view", "spans_frame", "spans_panel",
     "view_mode", "VIEWS", "render_side", "sent_comparison", "shared_right", "side_choice", "side_trace",
     "answer_key", "case_banner", "case_fields", "case_link", "cases_frame", "current_input", "date_bounds",

@@ -25,19 +25,49 @@ def _block_text(b, cands: dict, kept: dict) -> str:
             f"position {esc(d.position if d else '')}")
 
 
-MAP_SCALES = ("safe", 500, 1000, 2000, 4000, 8000, 16000, 32000)  # the safe input, or a fixed zoom (tokens)
+MAP_SCALES = ("auto", "safe", 500, 1000, 2000, 4000, 8000, 16000, 32000)  # fitted, the safe input, or a zoom
+_FIXED = tuple(x for x in MAP_SCALES if isinstance(x, int))
 
 
 def map_scale_label(option) -> str:
+    if option == "auto":
+        return "auto: fitted to the prompt"
     return "to the safe input" if option == "safe" else f"fixed: the first {option:,} tokens"
 
 
-def map_right(traces, scale="safe") -> int:
-    """The right end of the prompt map's axis: the largest safe input of ``traces`` (so maps of several
-    builds share one axis and a settings change never rescales it), or a fixed zoom in tokens."""
-    if scale != "safe":
+def map_right(traces, scale="auto") -> int:
+    """The right end of the prompt map's axis.
+
+    ``safe``: the largest safe input of ``traces`` (so maps of several builds share one axis); a number: a
+    fixed zoom; ``auto``: the smallest fixed zoom that holds every prompt with a tenth to spare, so a
+    445-token prompt is drawn on 500 (not as a sliver of a 6,809-token axis) and the axis moves only when a
+    prompt crosses a step; the safe input when the prompt needs half of it or more.
+
+    >>> from types import SimpleNamespace as NS
+    >>> small = NS(budget=NS(safe_input=6809), prompt=NS(tokens=445))
+    >>> map_right([small]), map_right([small], "safe"), map_right([small], 2000)
+    (500, 6809, 2000)
+    >>> map_right([NS(budget=NS(safe_input=6809), prompt=NS(tokens=3600))])
+    6809
+    """
+    if scale not in ("safe", "auto"):
         return max(int(scale), 1)
-    return max([1, *(t.budget.safe_input for t in traces), *(t.prompt.tokens for t in traces)])
+    safe = max([1, *(t.budget.safe_input for t in traces), *(t.prompt.tokens for t in traces)])
+    if scale == "safe":
+        return safe
+    need = max([1, *(t.prompt.tokens for t in traces)]) * 1.1
+    fitted = next((x for x in _FIXED if x >= need), safe)
+    return fitted if fitted * 2 <= safe else safe
+
+
+def map_scale_note(traces, right: int) -> str:
+    """One line saying which scale the map uses, so a short axis is never mistaken for the window."""
+    safe = max([1, *(t.budget.safe_input for t in traces)])
+    longest = max([0, *(t.prompt.tokens for t in traces)])
+    if right >= safe:
+        return f"Scale: the safe input, {safe:,} tokens; the prompt uses {longest:,}."
+    return (f"Scale: the first {right:,} tokens, fitted to the prompt ({longest:,} tokens); the safe input, "
+            f"{safe:,}, is off the chart.")
 
 
 def _strip_layout(fig: go.Figure, right: float, lines: list, overflow: int) -> None:

@@ -38,6 +38,7 @@ for name, column in (("a", left), ("b", right)):
 trace_a, trace_b = sides["a"], sides["b"]
 if trace_a is None or trace_b is None:
     st.stop()
+st.caption(ctxui.map_scale_note([trace_a, trace_b], axis) + " Both maps share this axis.")
 st.session_state["cmp.traces"] = (trace_a, trace_b)  # for tests
 names = ("A", "B")
 name_a = f"A ({ctxui.PRESET_LABELS[choices['a']].lower()})"

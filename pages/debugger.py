@@ -43,9 +43,11 @@ ctxui.paint_headline_first("debugger")  # the headline paints before the heavy e
 map_title, map_scale = st.columns([3, 1], vertical_alignment="bottom")
 map_title.subheader("Where each block sits in the prompt", anchor=False)
 scale = map_scale.selectbox("Map scale", ctxui.MAP_SCALES, key="dbg.map_scale", format_func=ctxui.map_scale_label,
-                            help="The axis stays put while you move the controls: it runs to the safe input, "
-                                 "or to a fixed number of tokens you choose.")
-st.plotly_chart(ctxui.prompt_map(trace, right=ctxui.map_right([trace], scale)), width="stretch", key="dbg.map")
+                            help="auto fits the axis to the prompt (it moves only when the prompt crosses a step); "
+                                 "the safe input and a fixed number of tokens stay put while you move the controls.")
+right = ctxui.map_right([trace], scale)
+st.plotly_chart(ctxui.prompt_map(trace, right=right), width="stretch", key="dbg.map")
+st.caption(ctxui.map_scale_note([trace], right))
 
 st.subheader("Fates", anchor=False)
 shown = ctxui.fates_table(trace)

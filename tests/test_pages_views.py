@@ -134,17 +134,31 @@ def test_compare_maps_share_one_axis():
     a, b = at.session_state["cmp.traces"]
     assert a.budget.safe_input != b.budget.safe_input
     ranges = [json.loads(c.proto.spec)["layout"]["xaxis"]["range"] for c in at.get("plotly_chart")]
-    assert ranges[0] == ranges[1] and ranges[0][1] == max(a.budget.safe_input, b.budget.safe_input)
+    longest = max(a.prompt.tokens, b.prompt.tokens)
+    step = next(x for x in (500, 1000, 2000, 4000, 8000, 16000, 32000) if x >= longest * 1.1)
+    expected = step if step * 2 <= max(a.budget.safe_input, b.budget.safe_input) else \
+        max(a.budget.safe_input, b.budget.safe_input)
+    assert ranges[0] == ranges[1] and ranges[0][1] == expected
+    assert any(c.value.endswith("Both maps share this axis.") and c.value.startswith("Scale: ") for c in at.caption)
 
 
 def test_the_debugger_map_keeps_its_scale_when_a_control_moves():
     at = start()
+    trace = at.session_state["ctx.trace"]
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert spec["layout"]["xaxis"]["range"][1] == at.session_state["ctx.trace"].budget.safe_input
+    # auto: a 445-token prompt is drawn on the first 500 tokens, not as a sliver of the 6,809-token safe input
+    assert (trace.prompt.tokens, trace.budget.safe_input) == (445, 6809)
+    assert spec["layout"]["xaxis"]["range"][1] == 500
+    assert ("Scale: the first 500 tokens, fitted to the prompt (445 tokens); the safe input, 6,809, is off the "
+            "chart.") in [c.value for c in at.caption]
     at.number_input(key="dbg.budget").set_value(120)
     rerun(at)
     again = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert again["layout"]["xaxis"]["range"] == spec["layout"]["xaxis"]["range"]
+    assert at.session_state["ctx.trace"].prompt.tokens < 445
+    assert again["layout"]["xaxis"]["range"] == spec["layout"]["xaxis"]["range"]  # no step crossed: it stays
+    at.selectbox(key="dbg.map_scale").set_value("safe")
+    rerun(at)
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["xaxis"]["range"][1] == 6809
     at.selectbox(key="dbg.map_scale").set_value(1000)
     rerun(at)
     assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["xaxis"]["range"][1] == 1000
