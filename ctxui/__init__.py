@@ -81,7 +81,7 @@ from .steps import (  # noqa: F401
     STEPS,
 )
 from .lessons import (  # noqa: F401
-    change_metrics, show_assembly, show_budget, show_compression, show_exact, show_labels, show_merge, show_near,
+    change_metrics, fate_moves, show_assembly, show_budget, show_compression, show_exact, show_labels, show_merge, show_near,
     show_ordering, show_selection, show_stale, show_threshold, show_tokens, show_trace, STEP_VIEWS,
 )
 from .cases import (  # noqa: F401
@@ -114,7 +114,7 @@ __all__ = [
     "failure_trace", "fix_text", "logged_of", "logged_prompt_text", "marks", "model_limit", "open_in_failure_state", "replay_frame",
     "run_diagnosis", "SEARCH_LIMIT", "sent_passages_frame", "SEVERITY",
     "build_step", "COMPRESSION", "encode_step_value", "IDENTICAL", "kept_count", "N_STEPS", "read_step_link",
-    "SPACED", "Step", "STEPS", "change_metrics", "show_assembly", "show_budget", "show_compression", "show_exact",
+    "SPACED", "Step", "STEPS", "change_metrics", "fate_moves", "show_assembly", "show_budget", "show_compression", "show_exact",
     "show_labels", "show_merge", "show_near", "show_ordering", "show_selection", "show_stale", "show_threshold",
     "show_tokens", "show_trace", "STEP_VIEWS", "link_text", "link_warning", "read_link", "share_box", "start_run",
     "has_failure", "settings_source", "blank_missing", "readable_table", "REASON_WIDTH", "row_height_for",

@@ -23,18 +23,32 @@ from .text import md_escape
 from .theme import fate_style
 
 
-def change_metrics(before: Trace, after: Trace) -> None:
-    """Kept, dropped, evidence and prompt tokens after the change, with the change from before."""
+def fate_moves(before: Trace, after: Trace) -> list[str]:
+    """``id: fate before → fate after`` for every candidate whose fate the change moved, in input order."""
+    was = {d.id: d.fate for d in before.decisions}
+    return [f"{d.id}: {was[d.id]} → {d.fate}" for d in after.decisions if d.id in was and was[d.id] != d.fate]
+
+
+def change_metrics(before: Trace, after: Trace, before_words: str = "before", after_words: str = "after") -> None:
+    """Kept, dropped, evidence and prompt tokens after the change, with the change from before, and how many
+    fates moved: a change that swaps one fate for another moves no count, and the cards must not all say +0
+    as if nothing happened."""
     numbers = [
         ("Kept", kept_count(before), kept_count(after), "off"),
         ("Dropped", len(before.decisions) - kept_count(before), len(after.decisions) - kept_count(after), "off"),
         ("Evidence tokens", ctxcore.evidence_cost(before), ctxcore.evidence_cost(after), "off"),
         ("Prompt tokens", before.prompt.tokens, after.prompt.tokens, "off"),
     ]
-    for col, (label, b, a, color) in zip(st.columns(len(numbers)), numbers):
+    st.caption(md_escape(f"Each card shows the number after the change ({after_words}); the small figure under it "
+                         f"is the change from before ({before_words})."))
+    moves = fate_moves(before, after)
+    columns = st.columns(len(numbers) + 1)
+    for col, (label, b, a, color) in zip(columns, numbers):
         col.metric(label, f"{a:,}", delta=f"{a - b:+,}", delta_color=color, border=True,
                    delta_arrow="auto" if a != b else "off",
                    help=f"after: {a:,} · before: {b:,} · change: {a - b:+,}")
+    columns[-1].metric("Fates changed", f"{len(moves):,}", border=True,
+                       help="; ".join(moves) if moves else "no candidate's fate moved")
 
 
 # --------------------------------------------------------------------------- what each stage shows best

@@ -76,7 +76,7 @@ with st.container(border=True):
                                     f"prompt {before.prompt.tokens:,} tokens"))
         st.markdown(ctxui.md_escape(f"After: {step.words(value)} — kept {ctxui.kept_count(after)}, "
                                     f"prompt {after.prompt.tokens:,} tokens"))
-    ctxui.change_metrics(before, after)
+    ctxui.change_metrics(before, after, step.words(step.before), step.words(value))
 ss["learn.traces"] = (before, after)  # for tests
 ctxui.set_page_params({"step": k, "lv": None if value == step.default else ctxui.encode_step_value(value)})
 

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import ctxcore
 from ctxcore import Config
+from ctxui.text import md_escape
 from conftest import app, rerun  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,8 +87,10 @@ def test_every_learn_step_renders_and_is_kept_in_the_url():
         assert step_header(at).startswith(f"{k}. ")
         seen.append(step_header(at))
         labels = [label for label, _, _ in metrics(at)]
-        assert labels == ["Kept", "Dropped", "Evidence tokens", "Prompt tokens"], labels
+        assert labels == ["Kept", "Dropped", "Evidence tokens", "Prompt tokens", "Fates changed"], labels
         before, after = at.session_state["learn.traces"]
+        moved = [d for b, d in zip(before.decisions, after.decisions) if b.fate != d.fate]
+        assert metric(at, "Fates changed")[0] == f"{len(moved):,}"
         assert metric(at, "Kept")[0] == f"{kept(after):,}"
         assert metric(at, "Prompt tokens") == (f"{after.prompt.tokens:,}",
                                                f"{after.prompt.tokens - before.prompt.tokens:+,}")
@@ -482,3 +485,20 @@ def test_a_bad_step_value_in_a_link_is_named_and_the_start_value_used():
     assert len(found) == 1 and "lv='0.33'" in found[0], warnings(at)
     assert at.select_slider(key="learn.near").value == pytest.approx(0.8)
     assert "lv" not in at.query_params
+
+
+def test_learn_step_3_says_which_side_is_before_and_that_one_fate_moved():
+    # the exact-duplicates step: the copy with a trailing space against an identical one changes no count, only
+    # the copy's fate (over_budget -> exact_duplicate); the cards must not read as if nothing happened
+    at = rerun(app())
+    goto(at, "learn")
+    for _ in range(2):
+        at.button(key="learn.next").click()
+        rerun(at)
+    assert step_header(at).startswith("3. ")
+    assert metric(at, "Prompt tokens") == ("445", "+0") and metric(at, "Kept") == ("2", "+0")
+    assert metric(at, "Fates changed")[0] == "1"
+    assert [m.help for m in at.metric if m.label == "Fates changed"] == [
+        "helpcenter-refund-timing: over_budget → exact_duplicate"]
+    assert md_escape("Each card shows the number after the change (identical copy); the small figure under it is "
+                     "the change from before (copy with a trailing space).") in [c.value for c in at.caption]
