@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,18 +17,12 @@ from typing import Optional
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 SAMPLE = Path(ROOT) / "sample_data" / "replay_log.jsonl"
 DASK = str(Path(sys.executable).with_name("dask"))
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _bare_env() -> dict:
@@ -80,7 +73,7 @@ def _cluster(tmp_path: Path, workers: int = 2, env: Optional[dict] = None):
         pytest.skip(f"no dask command beside {sys.executable}")
     bare = tmp_path / "node"
     bare.mkdir()
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     procs = [_start(["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], bare,
                     tmp_path / "scheduler.log")]

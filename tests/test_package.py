@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from ctxcore.cli import _app_config
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 SHIPPED = ("pyproject.toml", "README.md", "app.py", "ctxcore", "ctxui", "pages", ".streamlit", "sample_data")
 COMMANDS = ("build", "explain", "check-answer", "inspect", "schema", "replay", "app")
@@ -65,12 +64,6 @@ def venv(wheel, tmp_path_factory) -> Path:
     return root
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_the_wheel_holds_every_module_and_the_apps_files(wheel):
     import zipfile
@@ -103,7 +96,7 @@ def test_the_installed_command_lists_every_command_and_builds_like_python_m_ctxc
 
 @pytest.mark.slow
 def test_ctxcore_app_serves_the_installed_app(venv, tmp_path):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([_bin(venv, "ctxcore"), "app", "--server.headless", "true", "--server.port", str(port)],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
