@@ -6,9 +6,14 @@ Exit status: 0 success, 2 bad input or settings (one line on stderr), 1 unexpect
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
+import subprocess
 import sys
+import tomllib
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Optional
 
 from .analysis.answer import check_answer
@@ -124,6 +129,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the JSON Schema of the trace format")
     s.set_defaults(format="json")
     _replay_parser(sub)
+    sub.add_parser("app", help="start the Streamlit app; any further options go to streamlit run "
+                   "(e.g. --server.port 8502)", usage="%(prog)s [streamlit options]")
     return p
 
 
@@ -267,7 +274,11 @@ def _logged(loaded):
 
 
 def run(argv=None, out=sys.stdout) -> int:
-    args = parser().parse_args(argv)
+    args, rest = parser().parse_known_args(argv)
+    if args.command == "app":
+        return launch_app(rest)
+    if rest:
+        parser().error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "schema":
         out.write(dumps(trace_schema()) + "\n")
         return 0
@@ -341,3 +352,42 @@ def main(argv=None) -> int:
         print(f"error: unexpected {type(err).__name__}: {err} (please report this with the input file)",
               file=sys.stderr)
         return 1
+
+
+def launch_app(options: list[str]) -> int:
+    """``app [streamlit options]``: ``python -m streamlit run`` on this installation's app.py, replacing this
+    process (so a signal that stops it stops the server, and no orphan is left)."""
+    if importlib.util.find_spec("streamlit") is None:
+        raise InputError("the app needs Streamlit: install ctxcore[app] (pip install 'ctxcore[app]')", source="app")
+    root = app_root()
+    cmd = [sys.executable, "-m", "streamlit", "run", *_app_config(root), str(root / "app.py"), *options]
+    sys.stdout.flush()
+    if os.name != "posix":
+        return subprocess.call(cmd)
+    os.execv(sys.executable, cmd)
+    return 1  # not reached: execv returns only by raising
+
+
+def app_root() -> Path:
+    """Where app.py, pages/, ctxui/ and sample_data/ are: the checkout around this package, else the copy the
+    wheel installed as the ``ctxcore_app`` folder."""
+    checkout = Path(__file__).resolve().parents[1]
+    spec = importlib.util.find_spec("ctxcore_app")
+    for root in [checkout, *(map(Path, spec.submodule_search_locations or ()) if spec else ())]:
+        if (root / "app.py").is_file() and (root / "pages").is_dir():
+            return root
+    raise InputError("the app's files are not installed: install ctxcore[app] (pip install 'ctxcore[app]')",
+                     source="app")
+
+
+def _app_config(root: Path) -> list[str]:
+    """The app's own ``.streamlit/config.toml`` as ``--section.key value`` options: Streamlit reads that file
+    from the working directory only, and the app should behave the same wherever it is started from (the
+    user's options come after these and win)."""
+    try:
+        with open(root / ".streamlit" / "config.toml", "rb") as f:
+            config = tomllib.load(f)
+    except FileNotFoundError:
+        return []
+    return [arg for section, keys in config.items() for key, value in keys.items()
+            for arg in (f"--{section}.{key}", str(value).lower() if isinstance(value, bool) else str(value))]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -105,3 +106,10 @@ def cand(id, text="a", **kw):
 def warnings_of(trace, kind):
     """(message, ids) of the trace's warnings of one kind, in order."""
     return [(str(w), w.ids) for w in trace.warnings if w.kind == kind]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -9,10 +9,16 @@ ctxcore installed). Nothing here knows what a run is.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import io
 import os
+import tempfile
+import zipfile
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
+from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 from ..errors import InputError
@@ -71,6 +77,7 @@ def _dask(fn, batches, args, workers: int, scheduler: Optional[str]) -> Iterator
     cluster = None
     if scheduler:
         client = Client(scheduler)
+        ship_ctxcore(client, scheduler)
     else:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
@@ -82,3 +89,49 @@ def _dask(fn, batches, args, workers: int, scheduler: Optional[str]) -> Iterator
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+PACKAGE = Path(__file__).resolve().parents[1]  # the ctxcore package this process runs
+_NO_CTXCORE = "install ctxcore on the workers: pip install ctxcore"
+
+
+def ship_ctxcore(client, scheduler: str) -> None:
+    """Make ctxcore importable on a running cluster that lacks it, with Dask's own ``upload_file``.
+
+    Tasks name ``replay_batch`` by reference, so the scheduler (which unpickles the task graph) and
+    every worker must import ctxcore; a cluster started elsewhere usually cannot. A zip of this
+    process's package goes to the scheduler and the workers (and to workers that join later)."""
+    if _importable(client):
+        return
+    try:
+        data = package_zip()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, f"ctxcore-{hashlib.sha256(data).hexdigest()[:12]}.zip")
+            Path(path).write_bytes(data)
+            client.upload_file(path, load=True)
+    except Exception as err:  # noqa: BLE001 - any failure of the upload is the same advice
+        raise InputError(f"its workers cannot import ctxcore and uploading it failed "
+                         f"({type(err).__name__}: {str(err)[:200]}); {_NO_CTXCORE}", source=scheduler) from None
+    if not _importable(client):
+        raise InputError(f"its workers cannot import ctxcore, even after uploading it; {_NO_CTXCORE}",
+                         source=scheduler)
+
+
+def _importable(client) -> bool:
+    """Can the scheduler and every worker import ctxcore? (``find_spec`` is pickled by reference: the
+    question itself needs nothing of ours on the other side.)"""
+    found = client.run(importlib.util.find_spec, "ctxcore")
+    return client.run_on_scheduler(importlib.util.find_spec, "ctxcore") is not None and \
+        all(spec is not None for spec in found.values())
+
+
+def package_zip() -> bytes:
+    """The ctxcore package's Python files as a zip, byte for byte the same for the same sources (fixed
+    times, sorted names), so its name (from its hash) is stable and a re-upload overwrites the same file."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(PACKAGE.rglob("*.py")):
+            name = path.relative_to(PACKAGE.parent).as_posix()
+            z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), path.read_bytes(),
+                       zipfile.ZIP_DEFLATED)
+    return buf.getvalue()
