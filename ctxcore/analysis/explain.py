@@ -80,13 +80,7 @@ def budget_needed(case: Case, cid: str, docs: int) -> Optional[int]:
         if hi >= ceiling or not _kept(case.run(budget=ceiling), cid):
             return None
         hi = ceiling
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if _kept(case.run(budget=mid), cid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return _least(case, cid, "budget", lo, hi)
 
 
 def limit_needed(case: Case, cid: str, limit: Optional[int]) -> Optional[int]:
@@ -94,10 +88,15 @@ def limit_needed(case: Case, cid: str, limit: Optional[int]) -> Optional[int]:
     only lets the walk go further, so the kept set grows with it and a bisection finds the edge."""
     if limit is None or not _kept(case.run(max_passages=None), cid):
         return None
-    lo, hi = limit + 1, max(limit + 1, len(case.candidates))
+    return _least(case, cid, "max_passages", limit + 1, max(limit + 1, len(case.candidates)))
+
+
+def _least(case: Case, cid: str, setting: str, lo: int, hi: int) -> int:
+    """The smallest value of ``setting`` in [lo, hi] that keeps ``cid``, by bisection: the kept set grows with the
+    setting, and ``hi`` is known to keep it."""
     while lo < hi:
         mid = (lo + hi) // 2
-        if _kept(case.run(max_passages=mid), cid):
+        if _kept(case.run(**{setting: mid}), cid):
             hi = mid
         else:
             lo = mid + 1
