@@ -294,3 +294,25 @@ def test_nested_spans_that_start_together_are_read_once():
     assert [c.id for c in got.candidates] == IDS
     assert got.logged.retriever_spans == ("vector_index_retriever.retrieve",)
     assert NOTE in got.logged.unmapped
+
+
+def test_three_nested_retrievals_read_once_and_the_middle_one_is_a_filter_step():
+    """Edge: base retriever (3) inside a step that cut one (2) inside the query engine's retrieve (2, reordered)."""
+    data = read("openllmetry_llamaindex_ts_unlinked.json")
+    spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    inner = copy.deepcopy(spans[2])
+    inner["spanId"], inner["traceId"], inner["name"] = "5" * 16, "55" * 16, "base_retriever.retrieve"
+    inner["startTimeUnixNano"] = str(int(spans[2]["startTimeUnixNano"]) + 1_000_000)
+    inner["endTimeUnixNano"] = str(int(spans[2]["endTimeUnixNano"]) - 1_000_000)
+    for span, order in ((spans[2], [0, 1]), (spans[1], [1, 0])):
+        for a in span["attributes"]:
+            if a["key"] == "traceloop.entity.output":
+                nodes = json.loads(a["value"]["stringValue"])
+                a["value"]["stringValue"] = json.dumps([nodes[i] for i in order])
+    spans.insert(3, inner)
+    got = load_data(data, "ts.json")
+    assert [c.id for c in got.candidates] == IDS
+    assert got.logged.retriever_spans == ("base_retriever.retrieve",)
+    assert got.logged.reranker["filters"] == [{"span": "vector_index_retriever.retrieve", "kept": ["kb-101", "kb-102"]},
+                                              {"span": "retriever_query_engine.retrieve", "kept": ["kb-102", "kb-101"]}]
+    assert got.logged.reranker_cut == ("kb-103",)

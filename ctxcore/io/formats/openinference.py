@@ -254,7 +254,7 @@ def _producers(tops: list[Span], nested: dict, source: str, unmapped: list[str])
     An outermost retriever whose documents all came from one retriever nested in it (a LlamaIndex
     retriever inside a query engine's retrieve span, a compression retriever around its base) is
     read from the innermost such span: the same list is read once (noted in ``unmapped``), a cut
-    or reordered one is a filter step. A span that is not of RETRIEVER kind and only repeats
+    or reordered one is a filter step, and so is each span between them. A span that is not of RETRIEVER kind and only repeats
     documents already read is a filter step too, never more candidates."""
     producers, filters, known, absorbed, read = [], [], set(), set(), set()
     for top in tops:
@@ -265,8 +265,10 @@ def _producers(tops: list[Span], nested: dict, source: str, unmapped: list[str])
         inner = [(s, depth, _docs_of(s, source)) for s, depth in nested.get(id(top), []) if _retrieved(s)]
         inner = [(s, depth, d) for s, depth, d in inner if set(keys) <= set(match_keys(d))]
         if inner:
-            span, _, inner_docs = max(inner, key=lambda x: x[1])  # the innermost; max keeps the first of ties
-            absorbed.add(id(span))
+            inner.sort(key=lambda x: -x[1])  # the innermost first; a stable sort keeps ties in time order
+            span, _, inner_docs = inner[0]
+            absorbed.update(id(s) for s, _, _ in inner)
+            filters += [{"span": s.name, "kept": d} for s, _, d in inner[1:] if match_keys(d) != match_keys(inner_docs)]
             if match_keys(inner_docs) == keys:
                 unmapped.append(f"the {top.label()} span repeats the {len(docs)} documents of the {span.label()} "
                                 f"span nested in it: read once, from the inner span")
