@@ -369,6 +369,8 @@ class Logged:
     spans: tuple[dict[str, Any], ...] = ()        # the run's spans: {name, kind, id, parent, start, duration_ms,
                                                   #   model, prompt_tokens, completion_tokens}
     conventions: tuple[str, ...] = ()             # attribute conventions seen (openinference, gen_ai, traceloop)
+    stated: Optional[dict[str, float]] = None     # limits the log states: {context_window, max_output, min_score,
+                                                  #   top_n, top_k: value}, as logged (never applied)
     sent: Optional[Sent] = None                   # the sent context, reconstructed (ctxcore.analysis.sent.attach)
 
     def __post_init__(self):  # read back from JSON: the sent context arrives as an object

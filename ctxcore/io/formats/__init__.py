@@ -66,7 +66,17 @@ repeated id gets ``#2``, ``#3`` ... on its later occurrences; no id gives ``doc-
   warning "documents carry no scores: ranked by retrieval order" is given (the engine then
   ranks by input order, which is the retrieval order). Several outermost retriever spans are
   combined in time order (``metadata.span`` names the span); nested retrievers (an ensemble's
-  parts) are skipped in favour of their outermost parent.
+  parts) are skipped in favour of their outermost parent, unless one nested retriever (by parent
+  link, or inside its time window when the export lost the links) logged every document the
+  outer one did: then the innermost such span is read, and the outer one is a filter step when
+  it cut or reordered them, or named in ``unmapped`` when it only repeated them.
+* A step that is not a retriever and returns only documents already read (a LangChain
+  ``RunnableLambda`` such as ``select_top_docs``, which Langfuse logs as a CHAIN with Documents in
+  and out) is a **filter step**, never more candidates: ``Logged.reranker["filters"]`` lists each
+  step's kept ids in order; without a reranker, ``reranker`` names the last filter (``"step":
+  "filter"``), ``reranked`` is what it kept and ``reranker_cut`` every other candidate.
+* A document without its own id or score takes ``id`` and ``score`` (or ``relevance_score``,
+  ``similarity_score``) from its metadata, where LangChain keeps them.
 * ``doc_id`` is ``metadata.doc_id``/``document_id``/``ref_doc_id`` when present, else the logged
   document id; ``title``, ``section``, ``date``, ``version``, ``source_type`` and ``chunk_index``
   are taken from the document metadata when it has them; the whole metadata is kept.
@@ -84,8 +94,14 @@ the prompt), ``prompt_tokens``,
 ``inputs.history`` unless they carry retrieved passages (ctxcore builds its own evidence block);
 advertised tools become ``inputs.tools``. ``config`` gets ``model`` when the model has a known
 tokenizer (otherwise a warning), and ``max_output`` from the logged ``max_tokens`` when it fits
-the default window. Whatever is left is listed in ``extra["logged"]["unmapped"]`` and named in
-one warning.
+the default window. The limits the log states (the LLM call's parameters, a reranker's ``top_k``,
+each span's ``metadata``, ``search_kwargs`` included) go into ``Logged.stated`` by canonical name:
+``context_window`` (``context_window``, ``max_model_len``, ``max_context_tokens``), ``max_output``
+(``max_tokens`` and its variants, ``ls_max_tokens``), ``min_score`` (``min_relevance_score``,
+``score_threshold``, ``similarity_cutoff``), ``top_n`` (``top_n``, a reranker's ``top_k``) and
+``top_k`` (``top_k``, ``k``, ``similarity_top_k``); the first source that states one wins, and
+other limit-like metadata keys are named in ``unmapped``. Whatever is left is listed in
+``extra["logged"]["unmapped"]`` and named in one warning.
 """
 
 from .family import Family

@@ -28,8 +28,25 @@ def document(item, where: str, source: str) -> dict:
     metadata = json_value(d.get("metadata"), literal=True)
     if metadata is not None and not isinstance(metadata, dict):
         metadata = {"metadata": metadata}
-    return {"content": d.get("content"), "id": d.get("id"), "score": d.get("score"),
-            "metadata": dict(metadata or {}), "where": where}
+    return from_metadata({"content": d.get("content"), "id": d.get("id"), "score": d.get("score"),
+                          "metadata": dict(metadata or {}), "where": where})
+
+
+_META_SCORES = ("score", "relevance_score", "similarity_score")
+
+
+def from_metadata(doc: dict) -> dict:
+    """``doc`` with its id and score taken from its metadata when it has none of its own: LangChain
+    keeps them there (``Document.metadata``), and the OpenInference and OpenLLMetry instrumentors log
+    only ``document.content`` and ``document.metadata``."""
+    meta = doc["metadata"]
+    if as_str(doc.get("id")) is None and isinstance(meta.get("id"), (str, int)) and as_str(meta["id"]) is not None:
+        doc["id"] = meta["id"]
+    if as_number(doc.get("score")) is None:
+        score = first(*(as_number(meta.get(k)) for k in _META_SCORES))
+        if score is not None:
+            doc["score"] = score
+    return doc
 
 
 def unique_ids(docs: list[dict]) -> list[str]:
@@ -94,6 +111,11 @@ def _match_key(d: dict):
         return ("id", i)
     c = d.get("content")
     return ("text", squash(c)) if isinstance(c, str) else ("none", id(d))
+
+
+def match_keys(docs: list[dict]) -> list:
+    """How each document is matched to another step's: by id, else by its text."""
+    return [_match_key(d) for d in docs]
 
 
 def rank_documents(retrieved: list[dict], rer_in: list[dict], rer_out: Optional[list[dict]],

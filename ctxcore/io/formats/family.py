@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 from ...errors import InputError
 from ..loaded import Loaded
 from ...records import Inputs, Logged
-from .documents import to_candidates
+from .documents import match_keys, to_candidates
 from .values import as_str, listing
 
 
@@ -64,8 +64,25 @@ def _fill_texts(docs: list[dict], texts: Optional[dict], source: str, warnings: 
                          "retrieval text)" + how, source=source, field=left[0]["where"])
 
 
+def _filtered(logged: dict, docs: list[dict], cands: tuple, filters: list[dict]) -> dict:
+    """Filter steps (a step that took documents and returned some of them, in its order) recorded
+    by candidate id: in ``reranker["filters"]``; without a reranker the last filter is the step
+    that cut (``reranker`` names it, ``reranked`` is what it kept, ``reranker_cut`` the rest)."""
+    id_of: dict = {}
+    for key, c in zip(match_keys(docs), cands):
+        id_of.setdefault(key, c.id)
+    steps = [{"span": f["span"], "kept": [id_of[k] for k in match_keys(f["kept"]) if k in id_of]} for f in filters]
+    if logged.get("reranker"):
+        return {**logged, "reranker": {**logged["reranker"], "filters": steps}}
+    kept = steps[-1]["kept"]
+    return {**logged, "reranker": {"span": steps[-1]["span"], "model": None, "top_k": None, "step": "filter",
+                                   "filters": steps},
+            "reranked": kept, "reranker_cut": [c.id for c in cands if c.id not in set(kept)]}
+
+
 def to_loaded(fmt: str, source: str, docs: list[dict], query: Optional[str], inputs: Inputs, config: dict,
-              logged: dict, warnings: list[str], texts: Optional[dict] = None) -> Loaded:
+              logged: dict, warnings: list[str], texts: Optional[dict] = None,
+              filters: Optional[list[dict]] = None) -> Loaded:
     """What every family returns: candidates from its ranked documents, and what it could not map."""
     _fill_texts(docs, texts, source, warnings)
     cands = to_candidates(docs, source)
@@ -73,6 +90,8 @@ def to_loaded(fmt: str, source: str, docs: list[dict], query: Optional[str], inp
         ranked = sorted((c for c in cands if "reranker_rank" in c.metadata), key=lambda c: c.metadata["reranker_rank"])
         logged = {**logged, "reranked": [c.id for c in ranked],
                   "reranker_cut": [c.id for c in cands if c.metadata.get("reranker") == "not in output"]}
+    if filters:
+        logged = _filtered(logged, docs, cands, filters)
     if not query:
         warnings.append("the trace holds no question: give one before building")
     if logged["unmapped"]:

@@ -11,10 +11,10 @@ from ...errors import InputError
 from ..limits import MAX_SPANS
 from ..loaded import Loaded
 from ...records import Inputs
-from .documents import rank_documents
+from .documents import from_metadata, match_keys, rank_documents
 from .family import Family, select_trace, to_loaded
 from .messages import (content_text, count_docs_in, joined, message_text, query_from, request_parts, settings_from,
-                       text_of)
+                       stated_limits, text_of)
 from .runs import pick, run_rows
 from .spans import is_span
 from .values import as_int, as_number, as_str, epoch_seconds, first, iso_time, json_value, listing, outermost, time_order
@@ -121,8 +121,8 @@ def _lf_documents(value) -> Optional[list]:
         score = first(as_number(item.get("score")), as_number(node.get("score")),
                       as_number(item.get("relevance_score")), as_number(metadata.get("relevance_score")),
                       as_number(metadata.get("score")))
-        docs.append({"content": text, "id": first(node.get("id"), node.get("id_"), node.get("doc_id")),
-                     "score": score, "metadata": metadata})
+        docs.append(from_metadata({"content": text, "id": first(node.get("id"), node.get("id_"), node.get("doc_id")),
+                                   "score": score, "metadata": metadata}))
     return docs
 
 
@@ -200,7 +200,7 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: O
         raise InputError(f"no RETRIEVER observation (or span named like 'retrieve…') with documents; found: "
                          f"{listing(kinds) or 'no observations'}", source=source, field="observations")
     retrieved: list[dict] = []
-    with_docs, origin = [], []
+    with_docs, origin, filters, known = [], [], [], set()
     for o in retrievers:
         found = _lf_documents(o.get("output"))
         if found is None:
@@ -210,6 +210,10 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: O
         if not found:
             warnings.append(f"{_lf_name(o)} returned no documents")
             continue
+        if str(o.get("type", "")).upper() != "RETRIEVER" and known and set(match_keys(found)) <= known:
+            filters.append({"span": o.get("name"), "kept": found})  # documents in, some of them out: a filter
+            continue
+        known.update(match_keys(found))
         with_docs.append(o)
         for j, d in enumerate(found):
             d["where"] = f"observations[{index[id(o)]}].output[{j}]"
@@ -264,6 +268,8 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: O
     if isinstance(trace.get("tags"), list) and trace["tags"]:
         unmapped.append(f"tags ({', '.join(map(str, trace['tags']))})")
 
+    stated = stated_limits([*([(_lf_name(gen), gen.get("modelParameters"), False)] if gen else []),
+                            *((f"{_lf_name(o)} metadata", o.get("metadata"), True) for o in obs)], unmapped)
     docs = rank_documents(retrieved, [], None, warnings)
     logged = {"prompt_text": prompt_text, "prompt_tokens": prompt_tokens, "answer": answer, "model": model,
               "trace_id": lf.id, "traces": [t for t in groups if t is not None], "unmapped": unmapped,
@@ -275,8 +281,8 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: O
                                lambda t: first(t.trace.get("timestamp"),
                                                min((o["startTime"] for o in t.observations
                                                     if isinstance(o.get("startTime"), str)), default=None))),
-              "spans": tuple(_lf_span(o) for o in obs)}
-    return to_loaded(LANGFUSE, source, docs, query, inputs, config, logged, warnings, texts)
+              "spans": tuple(_lf_span(o) for o in obs), "stated": stated}
+    return to_loaded(LANGFUSE, source, docs, query, inputs, config, logged, warnings, texts, filters)
 
 
 def _lf_span(o: dict) -> dict:

@@ -94,6 +94,8 @@ def _record(run: dict) -> dict:
         attrs["input.value"] = inputs if isinstance(inputs, str) else json.dumps(inputs, ensure_ascii=False)
     if outputs is not None:
         attrs["output.value"] = outputs if isinstance(outputs, str) else json.dumps(outputs, ensure_ascii=False)
+    if isinstance(extra.get("metadata"), dict):  # the run's metadata: where LangChain states ls_max_tokens, k ...
+        attrs["metadata"] = extra["metadata"]
     if kind == "RETRIEVER":
         docs = _documents(outputs)
         if docs is not None:

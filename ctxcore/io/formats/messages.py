@@ -8,7 +8,7 @@ from typing import Optional
 
 from ...records import Config
 from ...encodings import encoding_for_model
-from .values import as_int, dig, json_value, snippet, squash
+from .values import as_int, as_number, dig, json_value, snippet, squash
 
 
 _QUERY_KEYS = ("query", "question", "input", "query_str", "str_or_query_bundle", "user_input", "q", "text",
@@ -166,3 +166,36 @@ def request_parts(messages: list[tuple[str, str]], docs: list[dict], unmapped: l
                 history = tuple({"role": "assistant" if role in ("assistant", "ai") else "user", "content": text}
                                 for role, text in turns)
     return system, history
+
+
+# Limits a log states in span metadata or model parameters, by their canonical ctxcore name (the
+# names are the ones LangChain, LlamaIndex, vLLM and the rerankers use for them).
+_STATED = {"context_window": "context_window", "max_model_len": "context_window", "max_context_tokens": "context_window",
+           **{k: "max_output" for k in _MAX_TOKENS}, "ls_max_tokens": "max_output",
+           "min_relevance_score": "min_score", "score_threshold": "min_score", "similarity_cutoff": "min_score",
+           "top_n": "top_n", "top_k": "top_k", "k": "top_k", "similarity_top_k": "top_k"}
+_LIMIT_WORDS = ("max_", "min_", "limit", "threshold", "cutoff", "top_", "window")
+
+
+def stated_limits(sources: list[tuple[str, object, bool]], unmapped: list[str]) -> Optional[dict]:
+    """The limits a log states, as {canonical name: value} (the first source that states one wins),
+    from ``(where, mapping, report)`` sources in precedence order; other limit-like keys of a
+    ``report`` source are named in ``unmapped``. A dict under ``search_kwargs`` is read as well."""
+    stated: dict = {}
+    for where, params, report in sources:
+        params = json_value(params)
+        if not isinstance(params, dict):
+            continue
+        inner = json_value(params.get("search_kwargs"))
+        items = [*params.items(), *(inner.items() if isinstance(inner, dict) else ())]
+        rest = []
+        for key, value in items:
+            name = _STATED.get(str(key))
+            number = as_number(value)
+            if name is not None and number is not None:
+                stated.setdefault(name, int(number) if float(number).is_integer() else number)
+            elif report and name is None and any(w in str(key).casefold() for w in _LIMIT_WORDS):
+                rest.append(f"{key}={json.dumps(value, ensure_ascii=False)[:40]}")
+        if rest:
+            unmapped.append(f"stated limits of the {where} not read: {', '.join(rest)}")
+    return stated or None

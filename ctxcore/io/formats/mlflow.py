@@ -52,6 +52,8 @@ def _record(span: dict, info: dict) -> dict:
         attrs["input.value"] = _text(inputs)
     if outputs is not None:
         attrs["output.value"] = _text(outputs)
+    if isinstance(a.get("metadata"), dict):  # the LangChain autolog keeps the run's metadata here
+        attrs["metadata"] = a["metadata"]
     if kind == "RETRIEVER":
         docs = _documents(outputs)
         if docs is not None:
@@ -73,14 +75,19 @@ def _record(span: dict, info: dict) -> dict:
         gens = _generations(outputs)
         if gens:
             attrs["llm.output_messages"] = gens
-        model = first(a.get("mlflow.llm.model"), dig(inputs, "model"), dig(outputs, "model"))
-        if model is not None:
+        params = a.get("invocation_params") if isinstance(a.get("invocation_params"), dict) else {}
+        model = first(a.get("mlflow.llm.model"), params.get("model"), params.get("model_name"),
+                      dig(a.get("metadata"), "ls_model_name"), dig(outputs, "llm_output", "model_name"),
+                      dig(inputs, "model"), dig(outputs, "model"))
+        if isinstance(model, str):
             attrs["llm.model_name"] = model
         usage = a.get("mlflow.chat.tokenUsage") if isinstance(a.get("mlflow.chat.tokenUsage"), dict) else {}
         for ours, theirs in (("prompt", "input_tokens"), ("completion", "output_tokens")):
             if as_int(usage.get(theirs)) is not None:
                 attrs[f"llm.token_count.{ours}"] = as_int(usage[theirs])
-        if isinstance(inputs, dict) and as_int(inputs.get("max_tokens")) is not None:
+        if params:  # the LangChain autolog's chat model span: attributes=kwargs (mlflow/langchain/langchain_tracer.py)
+            attrs["llm.invocation_parameters"] = {k: v for k, v in params.items() if k not in ("_type", "stream")}
+        elif isinstance(inputs, dict) and as_int(inputs.get("max_tokens")) is not None:
             attrs["llm.invocation_parameters"] = {"max_tokens": as_int(inputs["max_tokens"])}
     ctx = span.get("context") if isinstance(span.get("context"), dict) else {}
     trace_id = first(a.get("mlflow.traceRequestId"), span.get("trace_id"), ctx.get("trace_id"),

@@ -7,12 +7,13 @@ import json
 from typing import Optional
 
 from ...errors import InputError
+from ..limits import MAX_DEPTH
 from ..loaded import Loaded
 from ...records import Inputs
-from .documents import document, rank_documents
+from .documents import document, match_keys, rank_documents
 from .family import Family, select_trace, to_loaded
 from .messages import (content_text, count_docs_in, joined, message_text, query_from, request_parts, settings_from,
-                       text_of)
+                       stated_limits, text_of)
 from .runs import GAP_SECONDS, by_time, first_start, links_lost, pick, run_rows, span_rows, window
 from .spans import Span, parse_spans, span_records
 from .values import as_int, as_str, dig, epoch_seconds, first, json_value, listing, outermost, time_order
@@ -94,7 +95,8 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
     ordered = time_order(trace, lambda s: s.start, lambda s: s.index)
     place = {id(s): i for i, s in enumerate(ordered)}
     by_id = {s.span_id: s for s in trace if s.span_id is not None}
-    retrievers = outermost([s for s in ordered if _is_retriever(s)], by_id, lambda s: s.parent_id)
+    found = [s for s in ordered if _is_retriever(s)]
+    retrievers = outermost(found, by_id, lambda s: s.parent_id)
     rerankers = [s for s in ordered if _is_reranker(s)]
     if not retrievers and not rerankers:
         scope = trace if trace_id is not None else spans
@@ -103,17 +105,19 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
         raise InputError(f"no RETRIEVER or RERANKER span with documents{where}; found span kinds: "
                          f"{', '.join(kinds)} (without a retriever step there are no candidates to replay)",
                          source=source)
-    with_docs = [s for s in retrievers if _retrieved(s)]
-    if len(with_docs) > 1:
-        warnings.append(f"{len(with_docs)} retriever spans: their documents are combined in time order")
     for s in retrievers:
         if not _retrieved(s):
             warnings.append(f"the {s.label()} span holds no documents")
-
+    nested = _nested_under(found, retrievers, by_id)
+    for top, members in _inside(retrievers, by_id).items():
+        nested.setdefault(top, []).extend(members)
+    producers, filters = _producers(retrievers, nested, source, unmapped)
+    with_docs = [s for s, _ in producers]
+    if len(with_docs) > 1:
+        warnings.append(f"{len(with_docs)} retriever spans: their documents are combined in time order")
     retrieved: list[dict] = []
-    for s in with_docs:
-        for j, item in enumerate(_retrieved(s)):
-            d = document(item, f"{s.name}.retrieval.documents[{j}]", source)
+    for s, docs in producers:
+        for d in docs:
             if len(with_docs) > 1:
                 d["metadata"].setdefault("span", s.name)
             retrieved.append(d)
@@ -191,11 +195,12 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
     if answer is None and root is not None:
         answer = _said(json_value(dig(root.attrs, "output", "value")))
 
-    used = {id(s) for s in [*retrievers, *rerankers, *([llm] if llm else []), *([root] if root else [])]}
+    used = {id(s) for s in [*retrievers, *with_docs, *rerankers, *([llm] if llm else []), *([root] if root else [])]}
     spare = [s.label() for s in ordered if id(s) not in used]
     if spare:
         unmapped.append(f"spans not used: {listing(spare)}")
 
+    stated = stated_limits(_limit_sources(ordered, llm, reranker), unmapped)
     docs = rank_documents(retrieved, rer_in, rer_out, warnings)
     shown = ordered + ([llm] if llm is not None and id(llm) not in {id(s) for s in ordered} else [])
     logged = {"prompt_text": prompt_text, "prompt_tokens": prompt_tokens, "answer": answer, "model": model,
@@ -203,8 +208,92 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
               "llm_span": llm.name if llm else None, "retriever_spans": [s.name for s in with_docs],
               "reranker": rer_info, "spans": span_rows(shown),
               "runs": run_rows(groups, _with_docs, _has_llm, _doc_count, first_start),
-              "conventions": tuple(dict.fromkeys(s.convention for s in trace if s.convention))}
-    return to_loaded(fmt, source, docs, query, inputs, config, logged, warnings, texts)
+              "conventions": tuple(dict.fromkeys(s.convention for s in trace if s.convention)), "stated": stated}
+    return to_loaded(fmt, source, docs, query, inputs, config, logged, warnings, texts, filters)
+
+
+def _docs_of(span: Span, source: str) -> list[dict]:
+    return [document(item, f"{span.name}.retrieval.documents[{j}]", source) for j, item in enumerate(_retrieved(span))]
+
+
+def _nested_under(found: list[Span], tops: list[Span], by_id: dict) -> dict:
+    """id(outermost retriever) -> [(a retriever span nested in it, levels below it)], in time order.
+    Parents are walked at most MAX_DEPTH levels up, so a long (or cyclic) chain costs linear time."""
+    top_ids = {id(t) for t in tops}
+    out: dict = {}
+    for s in found:
+        node, depth = by_id.get(s.parent_id), 1
+        while id(s) not in top_ids and node is not None and depth <= MAX_DEPTH:
+            if id(node) in top_ids:
+                out.setdefault(id(node), []).append((s, depth))
+                break
+            node, depth = by_id.get(node.parent_id), depth + 1
+    return out
+
+
+def _inside(tops: list[Span], by_id: dict) -> dict:
+    """id(top-level retriever) -> [(a top-level retriever that ran inside its time window, depth)]: the
+    nesting of a run whose spans lost their parent links (LlamaIndex.TS without a context manager).
+    One pass over the spans by start time with a stack of the open ones."""
+    timed = [(epoch_seconds(t.start), epoch_seconds(t.end), t) for t in tops if by_id.get(t.parent_id) is None]
+    timed = sorted(((a, b, t) for a, b, t in timed if a is not None and b is not None), key=lambda x: (x[0], -x[1]))
+    out: dict = {}
+    stack: list = []
+    for start, end, t in timed:
+        while stack and stack[-1][1] < end:  # ends fall along the stack: what is left holds this span
+            stack.pop()
+        if stack:
+            out.setdefault(id(stack[0][2]), []).append((t, len(stack)))
+        stack.append((start, end, t))
+    return out
+
+
+def _producers(tops: list[Span], nested: dict, source: str, unmapped: list[str]):
+    """The spans whose documents become candidates, with their documents, and the filter steps.
+
+    An outermost retriever whose documents all came from one retriever nested in it (a LlamaIndex
+    retriever inside a query engine's retrieve span, a compression retriever around its base) is
+    read from the innermost such span: the same list is read once (noted in ``unmapped``), a cut
+    or reordered one is a filter step, and so is each span between them. A span that is not of RETRIEVER kind and only repeats
+    documents already read is a filter step too, never more candidates."""
+    producers, filters, known, absorbed, read = [], [], set(), set(), set()
+    for top in tops:
+        docs = [] if id(top) in absorbed else _docs_of(top, source)
+        if not docs:
+            continue
+        span, keys = top, match_keys(docs)
+        inner = [(s, depth, _docs_of(s, source)) for s, depth in nested.get(id(top), []) if _retrieved(s)]
+        inner = [(s, depth, d) for s, depth, d in inner if set(keys) <= set(match_keys(d))]
+        if inner:
+            inner.sort(key=lambda x: -x[1])  # the innermost first; a stable sort keeps ties in time order
+            span, _, inner_docs = inner[0]
+            absorbed.update(id(s) for s, _, _ in inner)
+            filters += [{"span": s.name, "kept": d} for s, _, d in inner[1:] if match_keys(d) != match_keys(inner_docs)]
+            if match_keys(inner_docs) == keys:
+                unmapped.append(f"the {top.label()} span repeats the {len(docs)} documents of the {span.label()} "
+                                f"span nested in it: read once, from the inner span")
+            else:
+                filters.append({"span": top.name, "kept": docs})
+            docs = inner_docs
+        elif top.kind != "RETRIEVER" and known and set(keys) <= known:
+            filters.append({"span": top.name, "kept": docs})
+            continue
+        if id(span) not in read:  # an inner span that started with its outer one was read already
+            producers.append((span, docs))
+            read.add(id(span))
+        known.update(match_keys(docs))
+    return producers, filters
+
+
+def _limit_sources(ordered: list[Span], llm: Optional[Span], reranker: Optional[Span]) -> list:
+    """Where a run states its limits, first wins: the LLM call's parameters, the reranker's top_k
+    (its top_n), then each span's ``metadata`` in time order."""
+    out = []
+    if llm is not None:
+        out.append((llm.label(), dig(llm.attrs, "llm", "invocation_parameters"), False))
+    if reranker is not None:
+        out.append((reranker.label(), {"top_n": dig(reranker.attrs, "reranker", "top_k")}, False))
+    return out + [(f"{s.label()} metadata", dig(s.attrs, "metadata"), True) for s in ordered]
 
 
 def _sibling_llm(trace: list[Span], groups: dict, chosen, docs: list[dict]) -> Optional[Span]:
