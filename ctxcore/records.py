@@ -369,6 +369,8 @@ class Logged:
                                                   #   model, prompt_tokens, completion_tokens}
     conventions: tuple[str, ...] = ()             # attribute conventions seen (openinference, gen_ai, traceloop)
     sent: Optional[Sent] = None                   # the sent context, reconstructed (ctxcore.analysis.sent.attach)
+    policy: Optional[dict[str, Any]] = None       # the rules the logged pipeline appears to follow: {rules, config,
+                                                  #   cannot} (ctxcore.analysis.policy.attach)
 
     def __post_init__(self):  # read back from JSON: the sent context arrives as an object
         if isinstance(self.sent, dict):
