@@ -153,9 +153,10 @@ def per_document_rule(sent_docs: list[Optional[str]], not_sent: list[tuple[str, 
     if not shared:
         return None
     ids = ", ".join(cid for cid, _ in shared[:3])
+    verb = "shares a document with a sent one and was" if len(shared) == 1 else "share documents with sent ones and were"
     strong = any(above for _, above in shared)
     return Rule("per_document", 1, f"the {len(docs)} sent passages come from {len(docs)} different documents; "
-                                   f"{ids} share a document with a sent one and were not sent"
+                                   f"{ids} {verb} not sent"
                 + ("" if strong else " (they also scored lower)"), "likely" if strong else "guess")
 
 
@@ -207,7 +208,7 @@ def order_rule(sent: list[str], retrieved: list[str], by_score: list[str]) -> Op
     in_retrieval = sorted(sent, key=place.__getitem__) == sent
     by = [cid for cid in by_score if cid in set(sent)]
     if in_retrieval:
-        also = " (which is also by score)" if by == sent else ""
+        also = ", which is also by score" if by == sent else ""
         return Rule("order", "original", f"the {len(sent)} sent passages are in the order retrieval returned "
                                          f"them{also}", "certain")
     if by == sent:
@@ -409,8 +410,8 @@ def _fit(trace: Trace, settings: dict, sent_ids: set, budget_likely: bool) -> di
     lost = any(first.decision(i).fate == "over_budget" for i in sent_ids)  # the budget's doing, not the count's
     if not budget_likely and not lost:
         return settings
-    roomy = build(trace.candidates, trace.query, config.replace(budget=min(MAX_TOKENS, 10 * first.budget.safe_input
-                                                                           + 10_000)), trace.inputs)
+    roomy = build(trace.candidates, trace.query, config.replace(
+        budget=min(MAX_TOKENS, 10 * first.budget.safe_input + 10_000), max_passages=None), trace.inputs)
     cost = sum(d.cost or 0 for d in roomy.decisions if d.fate == "kept" and d.id in sent_ids)
     return {**settings, "budget": max(cost, evidence_cost(first)) if not budget_likely else cost}
 
@@ -466,6 +467,25 @@ def of(trace: Trace) -> Policy:
     """The trace's policy: the stored one when a saved trace carries it, else inferred."""
     stored = trace.logged.policy if trace.logged is not None else None
     return Policy.from_dict(stored) if stored is not None else infer(trace)
+
+
+def reason_for(policy: Policy, trace: Trace, cid: str, sent: Sent) -> Optional[Rule]:
+    """The rule of the policy that explains why ``cid`` was not sent, if one does."""
+    by_id = {c.id: c for c in trace.candidates}
+    c, sent_ids = by_id[cid], [p.id for p in sent.passages]
+    rule = policy.rule
+    checks = (
+        ("threshold", lambda r: c.score is not None and c.score < r.value),
+        ("per_document", lambda r: c.doc_id is not None and c.doc_id in {by_id[i].doc_id for i in sent_ids}),
+        ("dedup", lambda r: r.value is True and _copy_of(c, [by_id[i] for i in sent_ids]) is not None),
+        ("budget", lambda r: r.evidence.split("; ")[-1].startswith(f"{cid} (")),
+        ("passages", lambda r: cid not in sent_ids),
+    )
+    for kind, applies in checks:
+        r = rule(kind)
+        if r is not None and applies(r):
+            return r
+    return None
 
 
 # --- in words ----------------------------------------------------------------------------------------------
