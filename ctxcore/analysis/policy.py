@@ -311,9 +311,19 @@ def _skipped(trace: Trace, sent: Sent) -> Optional[tuple[str, int]]:
             return None
         before = sum(p.tokens for p in sent.passages if (by_id[p.id].score or 0) > c.score)
         if c.doc_id not in docs and not _copy_of(c, [by_id[i] for i in sent_ids]) \
-                and before + (c.tokens or 0) > sent.evidence_tokens:
+                and skipped_by_budget(before, c.tokens or 0, sent.evidence_tokens):
             return c.id, c.tokens or 0
     return None
+
+
+def skipped_by_budget(before: int, tokens: int, evidence: int) -> bool:
+    """Whether some budget keeps all ``evidence`` tokens that were sent and skips a passage of ``tokens`` that a
+    walk by score reached after ``before`` tokens of the sent ones: only if together they exceed the evidence.
+
+    >>> skipped_by_budget(0, 17, 54), skipped_by_budget(30, 24, 54), skipped_by_budget(30, 25, 54)
+    (False, False, True)
+    """
+    return before + tokens > evidence
 
 
 def _copy_of(c, others) -> Optional[tuple[str, float]]:
