@@ -203,3 +203,27 @@ def test_a_setting_that_only_removes_passages_never_adds_tokens(new, tmp_path):
         assert row["tokens_saved"] >= 0, (row["source"], row["tokens_saved"])
         assert row["newly_kept"] == [], row["source"]
     assert report["changed"] >= 1
+
+
+def test_the_diagnose_page_shows_the_pipelines_rules_above_the_root_cause():
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(Path(ROOT) / "app.py"), default_timeout=90)
+    at.run()
+    at.switch_page("pages/diagnose.py")
+    at.run()
+    path = POL / "threshold_oi_nested.json"
+    at.file_uploader(key="dbg.upload").set_value((path.name, path.read_bytes(), "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [str(m.value).replace("\\", "") for m in at.markdown]
+    head = shown.index("**Your pipeline appears to:**")
+    assert shown[head + 1].splitlines() == [
+        "- send the top 4 passages (sent 4 of the 6 passages retrieved) · certain",
+        "- send only passages scoring 0.50 or more (all 4 sent scored >= 0.50; the 2 not sent scored 0.47 and "
+        "0.31) · likely",
+        "- keep the retrieval order (the 4 sent passages are in the order retrieval returned them) · certain"]
+    subheaders = [h.value for h in at.subheader]
+    assert subheaders[0] == "Root cause"
+    page = [type(e).__name__ + ":" + str(getattr(e, "value", "")) for e in at.main]
+    assert any("Your pipeline appears to" in p for p in page[: next(i for i, p in enumerate(page)
+                                                                     if p.endswith(":Root cause"))])
