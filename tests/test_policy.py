@@ -227,3 +227,28 @@ def test_the_diagnose_page_shows_the_pipelines_rules_above_the_root_cause():
     page = [type(e).__name__ + ":" + str(getattr(e, "value", "")) for e in at.main]
     assert any("Your pipeline appears to" in p for p in page[: next(i for i, p in enumerate(page)
                                                                      if p.endswith(":Root cause"))])
+
+
+def test_limits_stated_in_span_metadata_are_read_as_stated():
+    # Logged.stated lands with another importer change; set on the record here as that change will fill it
+    trace = _trace(TRACES / "phoenix_flat.jsonl")
+    object.__setattr__(trace.logged, "stated", {"min_relevance_score": 0.7, "top_n": 3, "context_window": 3072,
+                                                "max_tokens": 512})
+    found = policy.infer(trace)
+    assert {r.kind: (r.value, r.confidence) for r in found.rules} == {
+        "passages": (3, "stated"), "threshold": (0.7, "stated"), "order": ("original", "certain")}
+    assert found.rule("threshold").evidence == ("min_relevance_score 0.7 is stated in the span metadata; the lowest "
+                                                "sent scored 0.71")
+    settings = dict(found.settings)
+    assert (settings["window"], settings["max_output"], settings["min_score"], settings["max_passages"]) == \
+           (3072, 512, 0.7, 3)
+    assert found.cannot == ()
+
+
+@pytest.mark.parametrize("stated,settings", [
+    ({"context_window": 3072, "max_tokens": 512}, {"window": 3072, "max_output": 512}),
+    ({"context_window": 0, "max_tokens": -1}, {}),          # not a window, not a reserve: left out
+    ({"context_window": True, "max_tokens": "512"}, {}),    # not numbers
+])
+def test_stated_window_and_answer_reserve_become_settings(stated, settings):
+    assert policy.settings_of([], 3, stated) == (settings, [])

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..errors import InputError
 from ..pipeline import build, evidence_cost, rank_order
 from ..records import Config, Logged, Sent, Trace
 from ..settings import AUTO_HISTORY_SHARE, MAX_TOKENS
@@ -413,7 +414,7 @@ def _fit(trace: Trace, settings: dict, sent_ids: set, budget_likely: bool) -> di
     budget cut is likely, or when the window's own split would drop a sent passage."""
     try:
         config = trace.config.replace(**settings)
-    except Exception:  # noqa: BLE001 -- a stated limit ctxcore refuses (window <= max_tokens): leave it out
+    except InputError:  # a stated limit ctxcore refuses (window <= max_tokens): leave the stated limits out
         settings = {k: v for k, v in settings.items() if k not in ("window", "max_output")}
         config = trace.config.replace(**settings)
     first = build(trace.candidates, trace.query, config.replace(max_passages=None), trace.inputs)
