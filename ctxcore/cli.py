@@ -32,6 +32,7 @@ from .replay.run import BATCH, replay
 from .replay.engines import ENGINES
 from .replay.report import Summary
 from .io.schema import trace_schema
+from .analysis import policy
 from .analysis.sent import attach, of_trace
 from .serialize import dumps
 from .settings import SETTINGS
@@ -246,7 +247,8 @@ def _input(args):
 
 
 def _inspect(args, out) -> int:
-    rep = inspect_file(args.input, run=args.run, trace_id=args.trace_id, texts=_companion(args.candidates))
+    rep = inspect_file(args.input, run=args.run, trace_id=args.trace_id, texts=_companion(args.candidates),
+                       enrich=policy.report)
     out.write((dumps(rep) if args.format == "json" else report_text(rep)) + "\n")
     return 2 if rep.get("error") else 0
 
@@ -288,7 +290,7 @@ def run(argv=None, out=sys.stdout) -> int:
         return _inspect(args, out)
     with one_shot() if args.command == "build" else nullcontext():  # no rebuild follows a build's output
         loaded, trace = _trace(args)
-    trace = attach(trace)  # a logged trace carries its sent context (logged.sent)
+    trace = policy.attach(attach(trace))  # a logged trace carries its sent context and policy (logged.sent, .policy)
     if args.command == "build":
         text = {"json": trace.to_json, "prompt": lambda: trace.prompt.text}.get(args.format, lambda: table(trace))()
         out.write(text + "\n")
@@ -305,6 +307,8 @@ def run(argv=None, out=sys.stdout) -> int:
             out.write(_rows([(c.kind, c.verdict, c.claim[:60], c.detail) for c in checks],
                             ("kind", "verdict", "claim", "detail")) + "\n")
         return 0
+    said = policy.lines(policy.of(trace)) if args.format == "table" else []
+    out.write("".join(line + "\n" for line in said) + ("\n" if said else ""))  # the pipeline's own rules first
     if args.find is not None:
         found = explain_text(trace, args.find)
         if args.format == "json":

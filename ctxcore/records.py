@@ -372,6 +372,8 @@ class Logged:
     stated: Optional[dict[str, float]] = None     # limits the log states: {context_window, max_output, min_score,
                                                   #   top_n, top_k: value}, as logged (never applied)
     sent: Optional[Sent] = None                   # the sent context, reconstructed (ctxcore.analysis.sent.attach)
+    policy: Optional[dict[str, Any]] = None       # the rules the logged pipeline appears to follow: {rules, config,
+                                                  #   cannot} (ctxcore.analysis.policy.attach)
 
     def __post_init__(self):  # read back from JSON: the sent context arrives as an object
         if isinstance(self.sent, dict):

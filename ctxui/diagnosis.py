@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from ctxcore import Loaded, Logged, Trace
+from ctxcore.analysis import policy as pipeline_policy
 from ctxcore.analysis.diagnosis import Diagnosis, MAX_PROOFS, diagnose
 from ctxcore.analysis.explain import explain_text
 from ctxcore.analysis.reach import logged_vs_replay
@@ -18,11 +19,12 @@ from ctxcore.analysis.sent import of_build
 from .loading import build_trace
 from .scenario import _scenario
 from .state import apply_config
-from .text import visible_frame
+from .text import md_escape, visible_frame
 
 
 SEVERITY = {3: "root cause", 2: "also a cause", 1: "note"}
 _RESULTS = "dx.results"  # session cache of diagnoses: (input key, settings, answer) -> Diagnosis
+_POLICIES = "dx.policies"  # session cache of the logged pipeline's policy: (input key, query) -> Policy
 
 
 def logged_of(loaded: Loaded) -> Logged:
@@ -94,6 +96,21 @@ def run_diagnosis(key: str, trace: Trace, answer: str, logged: Logged, limit: Op
         cache.pop(next(iter(cache)))
     cache[wanted] = result
     return result
+
+
+def pipeline_rules(key: str, trace: Trace) -> tuple[str, list[str], list[str]]:
+    """The policy the logged pipeline appears to follow, as markdown-escaped text (ids and numbers come from the
+    log): the heading, one line per rule, and what the replay cannot reproduce; no lines without a logged
+    prompt. Remembered per input: it is read off what was retrieved and sent, which no control changes."""
+    cache = st.session_state.setdefault(_POLICIES, {})
+    wanted = (key, trace.query)
+    if wanted not in cache:
+        if len(cache) >= 16:
+            cache.pop(next(iter(cache)))
+        cache[wanted] = pipeline_policy.of(trace) if trace.logged is not None else pipeline_policy.Policy()
+    found = cache[wanted]
+    lines = [f"{md_escape(pipeline_policy.said(r))} ({md_escape(r.evidence)}) · {r.confidence}" for r in found.rules]
+    return md_escape(pipeline_policy.HEADING), lines, [md_escape(c) for c in found.cannot]
 
 
 def decisive_text(trace: Trace, finding) -> Optional[tuple[str, str]]:

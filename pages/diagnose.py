@@ -27,6 +27,14 @@ dx = ctxui.run_diagnosis(key, trace, answer, logged, ctxui.model_limit(loaded), 
 root = dx.root
 applied = st.session_state.get("dx.applied")
 
+# --- the logged pipeline's own rules, read off what it retrieved and sent: the ground every fix is worded on ----
+heading, rule_lines, cannot = ctxui.pipeline_rules(key, trace)
+if rule_lines:
+    st.markdown(f"**{heading}**")
+    st.markdown("\n".join(f"- {line}" for line in rule_lines))
+    if cannot:
+        st.caption("The replay cannot reproduce: " + "; ".join(cannot))
+
 # --- the root cause, above the fold: one sentence, the decisive passage, the verified fix ------------------
 st.subheader("Root cause", anchor=False)
 if root is None:

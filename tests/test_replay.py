@@ -160,17 +160,23 @@ def test_every_run_of_a_multi_run_span_export_is_replayed_once_each(tmp_path):
                (picked.candidates, picked.query, picked.logged.prompt_text, picked.logged.answer)
 
 
-def test_an_imported_run_is_compared_with_the_prompt_that_was_sent(tmp_path):
-    report = replay([str(TRACES / "phoenix_truncated_prompt.json")], {"budget": 4000}, out=str(tmp_path),
+def test_an_imported_run_is_compared_with_a_build_under_its_own_pipelines_policy(tmp_path):
+    # written by hand from the fixture: the logged pipeline sent 3 of 4 passages (one per document, kb-207#1 cut),
+    # so its policy is max_passages 3 in retrieval order; under it the replica keeps kb-112#0, kb-207#1, kb-207#2
+    # and drops kb-118#0 at the passage limit. A docs budget of 4000 lifts no cut the pipeline made: nothing moves.
+    # (Before the policy baseline this compared ctxcore's defaults with the logged prompt and reported
+    # kb-207#1 cut -> kept and kb-207#2 not_sent -> kept for a budget change that changes neither.)
+    report = replay([str(TRACES / "phoenix_truncated_prompt.json")], {"budget": 4000}, out=str(tmp_path / "a"),
                     engine="inprocess")
-    (row,) = _rows(tmp_path)
-    assert row["baseline"] == "logged_prompt"
-    moves = {m["id"]: (m["before_fate"], m["after_fate"]) for m in row["moved"]}
-    # written by hand from the fixture: kb-207#1 was cut off in what was sent, kb-207#2 never sent
-    assert moves == {"kb-207#1": ("cut", "kept"), "kb-207#2": ("not_sent", "kept")}
-    assert [m["id"] for m in row["newly_kept"]] == ["kb-207#2"]
-    assert "cut_in_logged_prompt" in row["findings_gone"]
-    assert report["baselines"] == {"logged_prompt": 1}
+    (row,) = _rows(tmp_path / "a")
+    assert row["baseline"] == "policy" and report["baselines"] == {"policy": 1}
+    assert row["moved"] == [] and not row["changed"] and row["tokens_saved"] == 0
+    replay([str(TRACES / "phoenix_truncated_prompt.json")], {"max_passages": 4}, out=str(tmp_path / "b"),
+           engine="inprocess")
+    (row,) = _rows(tmp_path / "b")
+    assert [(m["id"], m["before_fate"], m["after_fate"]) for m in row["moved"]] == [("kb-118#0", "over_budget",
+                                                                                      "kept")]
+    assert [m["id"] for m in row["newly_kept"]] == ["kb-118#0"]
 
 
 def test_a_baseline_config_equal_to_the_new_one_changes_nothing(log, tmp_path):

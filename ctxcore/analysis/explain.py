@@ -13,6 +13,7 @@ from typing import Optional
 from ..stages.filters import version_key
 from ..pipeline import build, rank_order
 from .reach import normalise, reached
+from . import policy as pipeline_policy
 from .sent import of_trace
 from ..stages.similarity import jaccard, words
 from ..settings import AUTO_HISTORY_SHARE
@@ -221,11 +222,15 @@ def explain_text(trace: Trace, text: str, logged_prompt: Optional[str] = None,
     if not prompt or not out:
         return out
     sent = of_trace(trace, prompt)
+    rules = pipeline_policy.of(trace) if trace.logged is not None and sent.source == "logged" else None
     result = []
     for e in out:
         p = sent.passage(e.id)
         if p is None:
             said = "not sent: the logged prompt lacks it"
+            rule = pipeline_policy.reason_for(rules, trace, e.id, sent) if rules is not None else None
+            if rule is not None:
+                said += f" (your pipeline appears to {pipeline_policy.said(rule)}: {rule.evidence})"
         elif p.cut:
             said = f"sent in part: {p.share:.0%} of it, as {p.label or 'a passage'} at position {p.position} of " \
                    f"{len(sent.passages)}"

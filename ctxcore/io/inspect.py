@@ -4,9 +4,9 @@ prompt, answer and documents, with what was not found and why."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from ..errors import InputError
+from ..errors import BuildError, InputError
 from .formats.parquet import is_parquet
 from .formats.shapes import family_of, load_run
 from .loaded import Loaded
@@ -36,8 +36,12 @@ def closest(data) -> str:
             "(nor does it have span fields: span_kind, context, resourceSpans, observations, run_type, info)")
 
 
-def report(loaded: Loaded, source: Optional[str] = None) -> dict[str, Any]:
-    """The facts about an imported file and its chosen run (plain JSON-ready values)."""
+Enrich = Callable[[Loaded], dict]  # more facts about a logged run from a higher layer (the CLI passes the policy)
+
+
+def report(loaded: Loaded, source: Optional[str] = None, enrich: Optional[Enrich] = None) -> dict[str, Any]:
+    """The facts about an imported file and its chosen run (plain JSON-ready values); ``enrich`` adds what a
+    higher layer reads off the run (io does not import the analysis layer)."""
     lg = loaded.logged or (loaded.trace.logged if loaded.trace is not None else None)
     if lg is None:
         return {"source": source or loaded.source, "format": loaded.format, "logged": False,
@@ -58,7 +62,13 @@ def report(loaded: Loaded, source: Optional[str] = None) -> dict[str, Any]:
              **({"reranker": c.metadata["reranker"]} if "reranker" in c.metadata else {})}
             for c in loaded.candidates]
     chosen = next((i for i, r in enumerate(lg.runs, 1) if r.get("id") == lg.trace_id), None)
-    return {"source": source or loaded.source, "format": lg.format, "conventions": list(lg.conventions),
+    more = {}
+    if enrich is not None and lg.prompt_text:
+        try:
+            more = enrich(loaded)
+        except (InputError, BuildError) as err:
+            missing.append(f"policy: not inferred ({err})")
+    return {**more, "source": source or loaded.source, "format": lg.format, "conventions": list(lg.conventions),
             "runs": [{"run": i, **r} for i, r in enumerate(lg.runs, 1)], "run": chosen, "trace_id": lg.trace_id,
             "query": loaded.query or None, "query_from": lg.query_from, "model": lg.model,
             "prompt_tokens": lg.prompt_tokens, "llm_span": lg.llm_span,
@@ -74,7 +84,7 @@ def error_report(message: str, source: str, fmt: Optional[str] = None) -> dict[s
 
 
 def inspect_file(path, run: Optional[int] = None, trace_id: Optional[str] = None, texts: Optional[dict] = None,
-                 name: Optional[str] = None) -> dict[str, Any]:
+                 name: Optional[str] = None, enrich: Optional[Enrich] = None) -> dict[str, Any]:
     """The report for a file: its chosen run, or one line saying why it cannot be read."""
     raw, source = read_bytes(path, name)
     fmt = "phoenix-parquet" if is_parquet(raw) else None
@@ -94,7 +104,7 @@ def inspect_file(path, run: Optional[int] = None, trace_id: Optional[str] = None
             return error_report(f"{source}: {closest(data)}", source)
         fmt = family.name
     try:
-        return report(load_run(raw, run=run, trace_id=trace_id, texts=texts, name=source), source)
+        return report(load_run(raw, run=run, trace_id=trace_id, texts=texts, name=source), source, enrich)
     except InputError as err:
         return error_report(str(err), source, fmt)
 
@@ -136,6 +146,7 @@ def report_text(rep: dict[str, Any]) -> str:
     if rep["reranked"]:
         out.append(f"  reranker kept, in order: {', '.join(rep['reranked'])}"
                    + (f"; cut: {', '.join(rep['reranker_cut'])}" if rep["reranker_cut"] else ""))
+    out += [f"  {line}" for line in rep.get("policy_lines", ())]
     if rep["not_found"]:
         out += ["  not found:"] + [f"    - {m}" for m in rep["not_found"]]
     if rep["unmapped"]:

@@ -13,6 +13,20 @@ from ..records import FATE_MEANINGS, FORMAT, Block, Budget, Candidate, Config, D
 
 ENCODING_NAME = "^[A-Za-z0-9_.-]{1,64}$"  # what a tiktoken encoding name can look like (no markup, no paths)
 
+# Logged.policy (ctxcore.analysis.policy.Policy.to_dict): the rules a logged pipeline appears to follow
+POLICY = {
+    "type": "object", "required": ["rules", "config", "cannot"],
+    "description": "the rules the logged pipeline appears to follow, the ctxcore settings that reproduce them "
+                   "(only those that differ from the defaults), and what those settings cannot express",
+    "properties": {
+        "rules": {"type": "array", "items": {
+            "type": "object", "required": ["kind", "value", "evidence", "confidence"],
+            "properties": {"kind": {"type": "string"}, "value": {},
+                           "evidence": {"type": "string", "description": "one plain sentence with the numbers"},
+                           "confidence": {"enum": ["stated", "certain", "likely", "guess"]}}}},
+        "config": {"type": "object", "description": "settings of Config, by name"},
+        "cannot": {"type": "array", "items": {"type": "string"}}}}
+
 _PRIMITIVES = {str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"},
                bool: {"type": "boolean"}, type(None): {"type": "null"}, Any: {}}
 
@@ -63,6 +77,7 @@ def trace_schema() -> dict:
         "properties": {"kind": {"type": "string", "description": "; ".join(f"{k}: {v}" for k, v in WARNING_KINDS.items())},
                        "ids": {"type": "array", "items": {"type": "string"}}, "message": {"type": "string"}}}
     defs["TokenizerInfo"]["properties"]["encoding"]["pattern"] = ENCODING_NAME
+    defs["Logged"]["properties"]["policy"] = {"anyOf": [POLICY, {"type": "null"}]}
     defs["Config"]["properties"]["encoding"]["pattern"] = ENCODING_NAME
     root = _object(Trace)
     root["properties"]["warnings"]["items"] = {"anyOf": [{"$ref": "#/$defs/TraceWarning"}, {"type": "string"}],

@@ -3,9 +3,10 @@
 For every run of the log (:mod:`ctxcore.replay.read` reads them lazily) the run is built under the
 **new** settings and compared with its **baseline**:
 
-* ``logged_prompt`` — an imported run whose log holds the prompt that was actually sent: the
-  baseline is that prompt (a candidate is ``sent``, ``cut`` or ``not_sent`` by what of its text the
-  prompt holds);
+* ``policy`` — an imported run whose log holds the prompt that was actually sent: the baseline is a
+  build under the policy the logged pipeline appears to follow (:mod:`ctxcore.analysis.policy`), and
+  the new settings go on top of that policy, not of ctxcore's defaults, so a replay that changes
+  nothing reports nothing changed;
 * ``trace`` — a ctxcore trace: its own decisions and prompt;
 * ``config`` — ``baseline`` settings were given: a build under them;
 * ``file`` — anything else (a candidates file): a build under the file's own settings.
@@ -29,17 +30,16 @@ from typing import Callable, Iterable, Iterator, Optional
 from ..analysis.answer import check_answer
 from ..errors import BuildError, InputError
 from ..analysis.explain import findings
+from ..analysis.policy import infer as infer_policy
 from ..io.loaded import Loaded
 from ..pipeline import clear_caches, evidence_cost
-from ..analysis.reach import reached
 from ..records import Trace
 from .engines import default_workers
 from .engines import run as run_engine
 from .read import Item, items, load_item, total_bytes, why
 from .report import Summary, Writer
-from ..stages.tokens import get_tokenizer
 
-BASELINES = ("logged_prompt", "trace", "config", "file")
+BASELINES = ("policy", "trace", "config", "file")
 BATCH = 16  # runs per task: amortises the pickling and the round trip to a worker
 
 
@@ -75,34 +75,14 @@ def _built_side(trace: Trace) -> dict:
             "evidence": evidence_cost(trace), "prompt": trace.prompt.tokens}
 
 
-def _logged_side(trace: Trace, prompt: str, prompt_tokens: Optional[int]) -> dict:
-    """The prompt that was sent as a side: each candidate sent whole, cut, or not sent."""
-    tokens = {c.id: c.tokens or 0 for c in trace.candidates}
-    fates, evidence, found = {}, 0, reached(trace.candidates, prompt)
-    for r in found:
-        if r.status == "whole":
-            fates[r.id] = ("sent", "logged", "in the logged prompt, whole")
-        elif r.status == "partly":
-            fates[r.id] = ("cut", "logged", f"{r.share:.0%} of its text is in the logged prompt")
-        else:
-            fates[r.id] = ("not_sent", "logged", "not in the logged prompt")
-        evidence += round(tokens[r.id] * r.share)
-    found = sorted((r for r in found if r.order is not None), key=lambda r: r.order)
-    if prompt_tokens is None:
-        prompt_tokens = get_tokenizer(trace.config.encoding).count(prompt)
-    return {"fates": fates, "order": [r.id for r in found], "evidence": evidence, "prompt": prompt_tokens}
+_IN_PROMPT = ("kept",)
 
 
-_IN_PROMPT = ("kept", "sent", "cut")
-
-
-def _moves(before: dict, after: dict, logged: bool) -> list[dict]:
+def _moves(before: dict, after: dict) -> list[dict]:
     out = []
     for cid, (fate_a, stage_a, reason_a) in before["fates"].items():
         fate_b, stage_b, reason_b = after["fates"][cid]
-        was, now = fate_a in _IN_PROMPT, fate_b in _IN_PROMPT
-        moved = was != now or (fate_a == "cut" and now) if logged else (fate_a, stage_a) != (fate_b, stage_b)
-        if moved:
+        if (fate_a, stage_a) != (fate_b, stage_b):
             out.append({"id": cid, "before_fate": fate_a, "before_stage": stage_a, "before_reason": reason_a,
                         "after_fate": fate_b, "after_stage": stage_b, "after_reason": reason_b})
     return out
@@ -126,6 +106,16 @@ def _cited(own: Trace, answer: Optional[str], sent: Optional[str]) -> list[tuple
     return out
 
 
+def policy_settings(loaded: Loaded) -> dict:
+    """The settings of the policy an imported run's pipeline appears to follow: the ground the new settings
+    go on (a saved trace that stored its policy keeps it)."""
+    trace = loaded.trace if loaded.trace is not None and loaded.trace.logged is not None else None
+    stored = trace.logged.policy if trace is not None else None
+    if stored is not None and isinstance(stored.get("config"), dict):
+        return dict(stored["config"])
+    return dict(infer_policy(trace if trace is not None else loaded).settings)
+
+
 def compare(loaded: Loaded, new: dict, baseline: Optional[dict] = None, with_findings: bool = True) -> dict:
     """One run's row (without its place in the log): the new settings against the baseline.
 
@@ -134,27 +124,24 @@ def compare(loaded: Loaded, new: dict, baseline: Optional[dict] = None, with_fin
     replay itself."""
     logged = loaded.logged or (loaded.trace.logged if loaded.trace is not None else None)
     sent = logged.prompt_text if logged is not None else None
-    after = loaded.build(loaded.settings(**new))
+    ground = policy_settings(loaded) if baseline is None and sent else {}
+    after = loaded.build(loaded.settings(**{**ground, **new}))
     if baseline is not None:
         kind, base = "config", loaded.build(loaded.settings(**baseline))
     elif sent:
-        kind, base = "logged_prompt", loaded.trace if loaded.trace is not None else loaded.build()
+        kind, base = "policy", loaded.build(loaded.settings(**ground))
     elif loaded.trace is not None:
         kind, base = "trace", loaded.trace
     else:
         kind, base = "file", loaded.build()
-    logged_prompt = kind == "logged_prompt"
-    side_a = _logged_side(base, sent, logged.prompt_tokens) if logged_prompt else _built_side(base)
-    side_b = _built_side(after)
-    moved = _moves(side_a, side_b, logged_prompt)
+    side_a, side_b = _built_side(base), _built_side(after)
+    moved = _moves(side_a, side_b)
     dropped = [m for m in moved if m["before_fate"] in _IN_PROMPT and m["after_fate"] not in _IN_PROMPT]
     kept = [m for m in moved if m["before_fate"] not in _IN_PROMPT and m["after_fate"] in _IN_PROMPT]
     common = set(side_a["order"]) & set(side_b["order"])
     reordered = [i for i in side_a["order"] if i in common] != [i for i in side_b["order"] if i in common]
-    if with_findings and (logged_prompt or not _same_context(base, after)):
-        f_a = _findings_kinds(base, sent if logged_prompt else None,
-                              logged.prompt_tokens if logged_prompt else None)
-        f_b, checked = _findings_kinds(after), True
+    if with_findings and not _same_context(base, after):
+        f_a, f_b, checked = _findings_kinds(base), _findings_kinds(after), True
     else:
         f_a, f_b, checked = [], [], False
     answer = logged.answer if logged is not None else None
