@@ -55,7 +55,7 @@ RULES = [
     (TRACES / "phoenix_truncated_prompt.json", {"passages": (3, "certain"), "per_document": (1, "likely"),
                                                 "order": ("original", "certain"),
                                                 "truncation": ("kb-207#1", "certain")}),
-    (TRACES / "phoenix_nested.json", {"passages": (3, "certain"), "order": ("original", "certain"),
+    (TRACES / "phoenix_nested.json", {"passages": (3, "stated"), "order": ("original", "certain"),
                                       "reranker": (3, "stated")}),
 ]
 
@@ -100,10 +100,10 @@ REPRODUCED = [
     (TRACES / "otlp_openinference.jsonl", []),
     (POL / "per_document_langfuse.json", [
         "one chunk per document: ctxcore has no per-document cap",
-        "orders was sent, but the replay drops it (over_budget)",
+        "orders was sent, but the replay drops it (over_limit)",
         "returns#1 was not sent, but the replay keeps it: no setting expresses why it was left out"]),
     (DIAG / "not_sent_oi_nested.json", [
-        "orders was sent, but the replay drops it (over_budget)",
+        "orders was sent, but the replay drops it (over_limit)",
         "invoices-pdf was not sent, but the replay keeps it: no setting expresses why it was left out"]),
     (DIAG / "dup_crowd_langfuse.json", [
         "identical copies sent more than once: ctxcore always removes exact copies",
@@ -232,12 +232,12 @@ def test_the_diagnose_page_shows_the_pipelines_rules_above_the_root_cause():
 def test_limits_stated_in_span_metadata_are_read_as_stated():
     # Logged.stated lands with another importer change; set on the record here as that change will fill it
     trace = _trace(TRACES / "phoenix_flat.jsonl")
-    object.__setattr__(trace.logged, "stated", {"min_relevance_score": 0.7, "top_n": 3, "context_window": 3072,
-                                                "max_tokens": 512})
+    object.__setattr__(trace.logged, "stated", {"min_score": 0.7, "top_n": 3, "context_window": 3072,
+                                                "max_output": 512})
     found = policy.infer(trace)
     assert {r.kind: (r.value, r.confidence) for r in found.rules} == {
         "passages": (3, "stated"), "threshold": (0.7, "stated"), "order": ("original", "certain")}
-    assert found.rule("threshold").evidence == ("min_relevance_score 0.7 is stated in the span metadata; the lowest "
+    assert found.rule("threshold").evidence == ("a minimum score of 0.7 is stated in the span metadata; the lowest "
                                                 "sent scored 0.71")
     settings = dict(found.settings)
     assert (settings["window"], settings["max_output"], settings["min_score"], settings["max_passages"]) == \
@@ -246,9 +246,9 @@ def test_limits_stated_in_span_metadata_are_read_as_stated():
 
 
 @pytest.mark.parametrize("stated,settings", [
-    ({"context_window": 3072, "max_tokens": 512}, {"window": 3072, "max_output": 512}),
-    ({"context_window": 0, "max_tokens": -1}, {}),          # not a window, not a reserve: left out
-    ({"context_window": True, "max_tokens": "512"}, {}),    # not numbers
+    ({"context_window": 3072, "max_output": 512}, {"window": 3072, "max_output": 512}),
+    ({"context_window": 0, "max_output": -1}, {}),          # not a window, not a reserve: left out
+    ({"context_window": True, "max_output": "512"}, {}),    # not numbers
 ])
 def test_stated_window_and_answer_reserve_become_settings(stated, settings):
     assert policy.settings_of([], 3, stated) == (settings, [])

@@ -174,7 +174,7 @@ def test_an_imported_run_is_compared_with_a_build_under_its_own_pipelines_policy
     replay([str(TRACES / "phoenix_truncated_prompt.json")], {"max_passages": 4}, out=str(tmp_path / "b"),
            engine="inprocess")
     (row,) = _rows(tmp_path / "b")
-    assert [(m["id"], m["before_fate"], m["after_fate"]) for m in row["moved"]] == [("kb-118#0", "over_budget",
+    assert [(m["id"], m["before_fate"], m["after_fate"]) for m in row["moved"]] == [("kb-118#0", "over_limit",
                                                                                       "kept")]
     assert [m["id"] for m in row["newly_kept"]] == ["kb-118#0"]
 

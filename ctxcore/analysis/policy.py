@@ -123,7 +123,7 @@ def threshold_rule(sent: list[float], not_sent: list[float], first_k: bool,
     True
     """
     if stated is not None:
-        return Rule("threshold", stated, f"min_relevance_score {stated:g} is stated in the span metadata"
+        return Rule("threshold", stated, f"a minimum score of {stated:g} is stated in the span metadata"
                     + (f"; the lowest sent scored {min(sent):.2f}" if sent else ""), "stated")
     if not sent or not not_sent or first_k:
         return None
@@ -349,7 +349,7 @@ def rules_of(trace: Trace, sent: Sent) -> list[Rule]:
     top_n = stated.get("top_n")
     out = [
         passages_rule(len(sent_ids), len(retrieved), top_n if isinstance(top_n, int) else None),
-        threshold_rule(scored, not_scored, first_k, _number(stated.get("min_relevance_score"))),
+        threshold_rule(scored, not_scored, first_k, _number(stated.get("min_score"))),
         per_document_rule([by_id[i].doc_id for i in sent_ids],
                           [(i, by_id[i].doc_id, low is not None and (by_id[i].score or 0) > low)
                            for i in sent.not_sent]),
@@ -377,7 +377,7 @@ def settings_of(rules: list[Rule], retrieved: int, stated: dict) -> tuple[dict, 
     """
     out: dict = {}
     cannot: list[str] = []
-    window, max_tokens = stated.get("context_window"), stated.get("max_tokens")
+    window, max_tokens = stated.get("context_window"), stated.get("max_output")
     if isinstance(window, int) and not isinstance(window, bool) and window > 0:
         out["window"] = window
     if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens >= 0:
