@@ -64,6 +64,7 @@ WARNING_KINDS = {
     "cosine_missing": "cosine near-dedup could not compare candidates without an embedding",
     "cosine_skipped": "cosine near-dedup was skipped (embeddings of different lengths)",
     "versions_disagree": "versions of one document state different amounts",
+    "ambiguous_versions": "chunks of one document with different dates that nothing pairs as versions of one passage",
     "unparsed_date": "a candidate's date could not be read, so it was not compared with other versions",
     "min_score_unused": "min_score was set but no candidate has a score",
     "instruction_text": "a kept passage holds text that reads like instructions; it was neutralised and fenced",

@@ -5,7 +5,7 @@ candidates reached the prompt, in what order, under which label (``[1]``, ``[S2]
 ``Document 3:`` ...), whole or cut (the share of their text found), the tokens each took, the
 duplicates among them (identical text, or word-set Jaccard at or above the near-dedup threshold
 of the config: the engine's own definitions in :mod:`ctxcore.stages.similarity`), the versions among them
-(document families by ``doc_id``, ordered by :func:`ctxcore.stages.filters.version_key`), whether the
+(one passage across versions, :func:`ctxcore.stages.filters.version_families`), whether the
 question and an answer rule are present, and whether the recounted prompt is over the window.
 
 Without a logged prompt, a build's own prompt is the sent context (``source="replay"``): that is how
@@ -20,7 +20,7 @@ import re
 from typing import Optional
 
 from ..stages.compress import sentences
-from ..stages.filters import version_key
+from ..stages.filters import version_families, version_key
 from ..memo import by_text
 from .reach import _longest_prefix, normalise
 from ..records import Logged, Sent, SentPassage, Trace
@@ -133,8 +133,8 @@ def reconstruct(trace: Trace, prompt: str, source: str = "logged") -> Sent:
         dup, sim = None, None
         cw = words(c.text)
         for e in earlier:
-            if c.doc_id and e.doc_id == c.doc_id and version_key(c) != version_key(e):
-                continue  # versions of one document: a version question, not a duplicate
+            if _versions_of_one(c, e, newest):
+                continue
             if normalise(e.text) == normalise(c.text):
                 dup, sim = e.id, 1.0
                 break
@@ -172,7 +172,7 @@ def of_build(trace: Trace) -> Sent:
         text = d.text if d.text is not None else c.text
         dup, sim = None, None
         for e in earlier:
-            if c.doc_id and e.doc_id == c.doc_id and version_key(c) != version_key(e):
+            if _versions_of_one(c, e, newest):
                 continue
             s = 1.0 if e.text == c.text else jaccard(words(c.text), words(e.text))
             if s >= threshold:
@@ -208,19 +208,25 @@ def attach(trace: Trace) -> Trace:
 
 
 def _newest(candidates) -> dict:
-    """doc_id -> the newest version key among the retrieved members of that document, for families of 2+."""
-    keys: dict = {}
-    for c in candidates:
-        if c.doc_id and (c.date or c.version):
-            keys.setdefault(c.doc_id, []).append((version_key(c), c.id))
-    return {doc: max(ks) for doc, ks in keys.items() if len({k for k, _ in ks}) > 1}
+    """candidate id -> (newest version key, its id) of the version family it belongs to: one passage (one
+    document's same section) across versions, :func:`ctxcore.stages.filters.version_families`."""
+    out: dict = {}
+    for members in version_families(candidates)[0]:
+        top = max((version_key(c), c.id) for c in members)
+        out.update((c.id, top) for c in members)
+    return out
 
 
 def _superseded(c, newest: dict, sent_ids: set) -> Optional[str]:
-    top = newest.get(c.doc_id) if c.doc_id else None
-    if top is None or version_key(c) is None or version_key(c) >= top[0]:
+    top = newest.get(c.id)
+    if top is None or version_key(c) >= top[0]:
         return None
     return top[1]
+
+
+def _versions_of_one(c, e, newest: dict) -> bool:
+    """Two versions of one passage: a version question, not a duplicate."""
+    return c.id in newest and newest.get(e.id) == newest[c.id] and version_key(c) != version_key(e)
 
 
 def _question_present(query: str, hay: str, evidence_end: int = 0) -> bool:
@@ -235,9 +241,8 @@ def _question_present(query: str, hay: str, evidence_end: int = 0) -> bool:
 
 
 def family_members(trace: Trace, cid: str) -> list:
-    """The candidates of ``cid``'s document family (same doc_id, versioned), newest first."""
-    c = next(x for x in trace.candidates if x.id == cid)
-    if not c.doc_id:
-        return []
-    members = [x for x in trace.candidates if x.doc_id == c.doc_id and version_key(x) is not None]
-    return sorted(members, key=version_key, reverse=True)
+    """The candidates of ``cid``'s version family (one passage across versions), newest first."""
+    for members in version_families(trace.candidates)[0]:
+        if any(c.id == cid for c in members):
+            return sorted(members, key=version_key, reverse=True)
+    return []
