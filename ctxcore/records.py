@@ -331,6 +331,7 @@ class Sent:
     rule_present: bool = False                    # an answer rule: answer only from the context, cite, abstain
     abstain_asked: bool = False                   # the prompt tells the model what to say when it cannot answer
     source: str = "logged"                        # "logged": the logged prompt; "replay": a build's own prompt
+    labelling: str = ""                           # how the prompt marked its passages (sent.LABELLINGS), "" unread
 
     def __post_init__(self):  # read back from JSON: the passages arrive as objects
         if any(isinstance(p, dict) for p in self.passages):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ..stages.assemble import ABSTAIN
 from .reach import normalise, reached
 from ..records import Sent, Trace
-from .sent import DEFAULT_NEAR, content_words, of_trace
+from .sent import BY_PLACE, DEFAULT_NEAR, content_words, of_trace
 from ..stages.similarity import jaccard, words
 
 SUPPORT = 0.25  # share of a claim's content words its cited passage must contain to support it
@@ -102,8 +102,11 @@ def _label_key(label: str | None) -> str | None:
 def _sent_passages(trace: Trace, sent: Sent, numeric: bool) -> dict[str, tuple]:
     by_id = {c.id: c for c in trace.candidates}
     out = {}
+    by_place = sent.labelling in BY_PLACE
     for p in sent.passages:
-        key = _label_key(p.label)
+        key = str(p.position) if by_place else _label_key(p.label)
+        if key is None and sent.labelling == "xml-doc":
+            key = str(p.position)  # <doc id="refund-policy">: cited by its place
         if key is None:
             continue
         key = key[1:] if numeric and key.startswith("S") else key
@@ -127,7 +130,8 @@ def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *,
     if logged_prompt and not _CITE.search(answer) and not _NUMERIC.search(answer):
         answer = _DOC_CITE.sub(lambda m: f"[{m.group(1)}]", answer)  # "(Document 2)" cites Document 2:
     numeric = bool(_NUMERIC.search(answer) and not _CITE.search(answer))
-    labelled = _sent_passages(trace, sent, numeric) if logged_prompt and sent.source == "logged" else {}
+    labelled = _sent_passages(trace, sent, numeric) if logged_prompt and sent.source == "logged" and not (
+        sent.labelling in BY_PLACE and _MARKER.search(logged_prompt)) else {}  # "[1] Note: …": the markers are read
     if labelled:
         passages, cite = labelled, (_NUMERIC if numeric else _CITE)
         shown = {p.id for p in sent.passages}
