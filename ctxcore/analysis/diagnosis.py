@@ -423,6 +423,7 @@ DETECTORS = (_instructions, _unsupported, _outdated, _over_window, _cut_off, _du
 # notes: consequences and context --------------------------------------------------------------------------
 
 _BAD = ("unknown_label", "not_in_passage", "unsupported", "from_dropped", "cites_outdated", "not_supporting",
+        "not_supported_by",
         "duplicate_citation", "number_only_outdated", "uncited", "ignored_abstention")
 
 
