@@ -65,6 +65,7 @@ WARNING_KINDS = {
     "cosine_missing": "cosine near-dedup could not compare candidates without an embedding",
     "cosine_skipped": "cosine near-dedup was skipped (embeddings of different lengths)",
     "versions_disagree": "versions of one document state different amounts",
+    "ambiguous_versions": "chunks of one document with different dates that nothing pairs as versions of one passage",
     "unparsed_date": "a candidate's date could not be read, so it was not compared with other versions",
     "min_score_unused": "min_score was set but no candidate has a score",
     "instruction_text": "a kept passage holds text that reads like instructions; it was neutralised and fenced",
@@ -331,6 +332,7 @@ class Sent:
     rule_present: bool = False                    # an answer rule: answer only from the context, cite, abstain
     abstain_asked: bool = False                   # the prompt tells the model what to say when it cannot answer
     source: str = "logged"                        # "logged": the logged prompt; "replay": a build's own prompt
+    labelling: str = ""                           # how the prompt marked its passages (sent.LABELLINGS), "" unread
 
     def __post_init__(self):  # read back from JSON: the passages arrive as objects
         if any(isinstance(p, dict) for p in self.passages):

@@ -149,7 +149,7 @@ SETTINGS: tuple[Setting, ...] = (
             off_value=0.8, switch="near_dup_on"),
     Setting("similarity", "choice", "words", "near-duplicate similarity measure", "one of words, shingles, cosine",
             choices=tuple(c for c, _ in SIMILARITIES), meanings=SIMILARITIES, link="sim", control="select"),
-    Setting("prefer_newest", "bool", True, "drop older versions of a document when a newer one is present",
+    Setting("prefer_newest", "bool", True, "drop older versions of a passage (one document's same section) when a newer one is present",
             "true or false", flag="--no-prefer-newest", flag_value=False, link="newest", control="checkbox"),
     Setting("select", "choice", "score", "how evidence is chosen under the budget", "one of score, density, mmr",
             choices=tuple(c for c, _ in SELECTIONS), meanings=SELECTIONS, link="sel", control="radio"),

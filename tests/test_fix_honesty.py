@@ -209,8 +209,9 @@ def test_a_fix_whose_budget_fallback_finds_a_budget_is_verified_with_that_budget
 def test_a_stale_fix_blocked_by_the_window_is_not_verified():
     # the old version comes back with prefer_newest off, but the 100-word chunk can never fit the
     # prompt of a 300-token window (the final count drops it whatever the docs budget)
-    cands = [Candidate("new", "Refunds take five days.", 0.5, doc_id="p", version="v2"),
-             Candidate("old", _words(300, "beta"), 0.9, doc_id="p", version="v1")]
+    # one passage (chunk 0) in two versions: unrelated texts are versions only where a place pairs them
+    cands = [Candidate("new", "Refunds take five days.", 0.5, doc_id="p", chunk_index=0, version="v2"),
+             Candidate("old", _words(300, "beta"), 0.9, doc_id="p", chunk_index=0, version="v1")]
     t = build(cands, "q", Config(window=300, max_output=0))
     assert t.decision("old").fate == "stale"
     e = explain(t, "old")

@@ -169,16 +169,27 @@ def check_relations(t):
 
 
 def check_stale(t):
-    """Stale exactly when prefer_newest and strictly older than the newest version present in its family."""
-    newest: dict[str, int] = {}
+    """Stale exactly when prefer_newest and strictly older than the newest version present of its passage: a
+    chunk with a chunk_index is that chunk of its doc_id in every version; one without is paired by its words,
+    so it is stale only when a newer unplaced chunk of its doc_id supersedes it."""
+    newest: dict[tuple, int] = {}
     for c in t.candidates:
-        if c.doc_id is not None and c.version is not None:
-            newest[c.doc_id] = max(newest.get(c.doc_id, 0), ref_version(c.version))
-    fate = {d.id: d.fate for d in t.decisions}
+        if c.doc_id is not None and c.version is not None and c.chunk_index is not None:
+            key = (c.doc_id, c.chunk_index)
+            newest[key] = max(newest.get(key, 0), ref_version(c.version))
+    by_id = {c.id: c for c in t.candidates}
+    fate = {d.id: d for d in t.decisions}
     for c in t.candidates:
+        d = fate[c.id]
+        if c.chunk_index is None:
+            if d.fate == "stale":
+                s = by_id[d.superseded_by]
+                assert t.config.prefer_newest and (s.doc_id, s.chunk_index) == (c.doc_id, None) and \
+                    ref_version(s.version) > ref_version(c.version), (c.id, d.superseded_by)
+            continue
         older = (t.config.prefer_newest and c.doc_id is not None and c.version is not None
-                 and ref_version(c.version) < newest[c.doc_id])
-        assert (fate[c.id] == "stale") == older, (c.id, c.doc_id, c.version, fate[c.id], newest)
+                 and ref_version(c.version) < newest[(c.doc_id, c.chunk_index)])
+        assert (d.fate == "stale") == older, (c.id, c.doc_id, c.version, d.fate, newest)
 
 
 def check_final_trim(t):

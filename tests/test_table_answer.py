@@ -165,11 +165,15 @@ TIED = [
      [(ABSTAIN, "abstention", "abstained", "the model used the abstention phrase although 3 passages were in the "
                                            "prompt", ()), ok("S1", "refund")]),
     # S1's content words: refund, process, within, five, business, day. Sentence 1: refund of refund, lead,
-    # approval, matter = 1/4 = 25%, enough; sentence 2: 0 of shipp, damag, item (three words are judged);
+    # approval, matter = 1/4 = 25%, not nothing, but S3 (approval) holds more than half of them: not supported
+    # by S1 (#28); sentence 2: 0 of shipp, damag, item (three words are judged);
     # sentence 3: refund of 10 words = 10%; the quoted sentence is cut at 80 characters
     ("Refunds lead approval matters [S1]. Shipping damaged item [S1]. Shipping refunds damaged lead approval, and "
      "then many more words follow here [S1].",
      [ok("S1", "refund"),
+      ("[S1]", "citation", "not_supported_by", "[S1] (refund) does not say “Refunds lead approval matters [S1].”: it "
+       "holds 25% of the claim's words (at least 50% support it); the claim is in [S3] (approval)",
+       ("refund", "approval")),
       ("[S1]", "citation", "not_supporting", "[S1] (refund) holds 0% of the words of “Shipping damaged item [S1].”",
        ("refund",)),
       ("[S1]", "citation", "not_supporting", "[S1] (refund) holds 10% of the words of “Shipping refunds damaged lead "
@@ -206,8 +210,11 @@ TIED = [
                            "this sentence cites no passage", ()),
       ("[S1]", "citation", "not_supporting", "[S1] (refund) holds 0% of the words of “Shipping damaged item [S1].”",
        ("refund",))]),
-    # a label glued to a word leaves the word whole: day is 1 of shipp, damag, item, day = 25%, enough
-    ("Shipping damaged item days[S1].", [ok("S1", "refund")]),
+    # a label glued to a word leaves the word whole: day is 1 of shipp, damag, item, day = 25%, not nothing; but
+    # S2 (shipping) holds more: not supported by S1 (#28)
+    ("Shipping damaged item days[S1].", [ok("S1", "refund"), (
+        "[S1]", "citation", "not_supported_by", "[S1] (refund) does not say “Shipping damaged item days[S1].”: it holds "
+        "25% of the claim's words (at least 50% support it); the claim is in [S2] (shipping)", ("refund", "shipping"))]),
 ]
 
 

@@ -141,8 +141,9 @@ def test_a_fix_that_then_misses_the_budget_adds_the_budget_it_needs():
     low = build([Candidate("a", text_of_tokens(30), 0.9), Candidate("low", text_of_tokens(30, "cat"), 0.2)], "q",
                 Config(budget=40, min_score=0.5, label_overhead=0))
     assert (explain(low, "low").fix, explain(low, "low").fix_verified) == ({"min_score": 0.2, "budget": 60}, True)
-    old = build([Candidate("new", text_of_tokens(30), 0.9, doc_id="p", date="2026-01-01"),
-                 Candidate("old", text_of_tokens(30, "cat"), 0.8, doc_id="p", date="2025-01-01")], "q",
+    # one passage (chunk 0) in two versions: unrelated texts are versions only where a place pairs them
+    old = build([Candidate("new", text_of_tokens(30), 0.9, doc_id="p", chunk_index=0, date="2026-01-01"),
+                 Candidate("old", text_of_tokens(30, "cat"), 0.8, doc_id="p", chunk_index=0, date="2025-01-01")], "q",
                 Config(budget=40, label_overhead=0))
     assert record(explain(old, "old")) == (
         "old", "stale", "stale", "p version 2025-01-01 is older than 2026-01-01 (present as new)",

@@ -9,6 +9,11 @@ candidate is named. Tied to the passages' fates in the sent context (:mod:`ctxco
 * ``not_supporting`` a citation whose passage shares less than ``SUPPORT`` (a quarter) of the citing
   sentence's content words (:func:`ctxcore.analysis.sent.content_words`, the citation marks removed); sentences of
   fewer than three content words are not judged;
+* ``not_supported_by`` a citation whose passage shares at least ``SUPPORT`` but not all that the claim states:
+  a number before the citation mark (not one of the question's) is not in it, or it holds less than
+  ``CLAIM_SHARE`` (half) of the sentence's content words while another sent passage holds that much and more;
+  the detail says where it is found instead (another
+  sent passage, an outdated version, a passage not sent, the history, or nowhere);
 * ``duplicate_citation`` two labels cited whose passages have the same or near-same text;
 * ``number_only_outdated`` a number found only in outdated versions among the sent passages;
 * ``uncited`` a sentence of five or more content words, or with a number, that cites nothing while the
@@ -24,10 +29,11 @@ from dataclasses import dataclass, field
 from ..stages.assemble import ABSTAIN
 from .reach import normalise, reached
 from ..records import Sent, Trace
-from .sent import DEFAULT_NEAR, content_words, of_trace
+from .sent import BY_PLACE, DEFAULT_NEAR, content_words, of_trace
 from ..stages.similarity import jaccard, words
 
-SUPPORT = 0.25  # share of a claim's content words its cited passage must contain to support it
+SUPPORT = 0.25  # below this share of a claim's content words, its cited passage does not support it at all
+CLAIM_SHARE = 0.5  # the share a cited passage must hold, with every figure of the claim, to state what it states
 
 # Possessive throughout: a "[S" before a long run of digits or of ", S1" fails in one pass (each
 # quantified part stops where the next part cannot start, so the matches are the same).
@@ -41,7 +47,7 @@ class Check:
     claim: str
     kind: str      # citation, quote, number, abstention
     verdict: str   # ok, unknown_label, not_in_passage, unsupported, from_dropped, abstained, and the fate-tied
-    #                cites_outdated, not_supporting, duplicate_citation, number_only_outdated, uncited,
+    #                cites_outdated, not_supporting, not_supported_by, duplicate_citation, number_only_outdated, uncited,
     #                ignored_abstention
     detail: str
     ids: tuple = field(default_factory=tuple)
@@ -53,6 +59,7 @@ class Check:
                 "from_dropped": f"the answer states {self.claim}, found only in a passage the model did not see",
                 "cites_outdated": f"the answer cites {self.claim}, an outdated version",
                 "not_supporting": f"the passage cited as {self.claim} does not support the sentence citing it",
+                "not_supported_by": f"the claim citing {self.claim} is not supported by {self.claim}",
                 "duplicate_citation": f"the answer cites {self.claim}: the same text twice",
                 "number_only_outdated": f"the answer states {self.claim}, found only in outdated versions",
                 "uncited": "a claim in the answer cites no passage",
@@ -102,8 +109,11 @@ def _label_key(label: str | None) -> str | None:
 def _sent_passages(trace: Trace, sent: Sent, numeric: bool) -> dict[str, tuple]:
     by_id = {c.id: c for c in trace.candidates}
     out = {}
+    by_place = sent.labelling in BY_PLACE
     for p in sent.passages:
-        key = _label_key(p.label)
+        key = str(p.position) if by_place else _label_key(p.label)
+        if key is None and sent.labelling == "xml-doc":
+            key = str(p.position)  # <doc id="refund-policy">: cited by its place
         if key is None:
             continue
         key = key[1:] if numeric and key.startswith("S") else key
@@ -127,7 +137,8 @@ def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *,
     if logged_prompt and not _CITE.search(answer) and not _NUMERIC.search(answer):
         answer = _DOC_CITE.sub(lambda m: f"[{m.group(1)}]", answer)  # "(Document 2)" cites Document 2:
     numeric = bool(_NUMERIC.search(answer) and not _CITE.search(answer))
-    labelled = _sent_passages(trace, sent, numeric) if logged_prompt and sent.source == "logged" else {}
+    labelled = _sent_passages(trace, sent, numeric) if logged_prompt and sent.source == "logged" and not (
+        sent.labelling in BY_PLACE and _MARKER.search(logged_prompt)) else {}  # "[1] Note: …": the markers are read
     if labelled:
         passages, cite = labelled, (_NUMERIC if numeric else _CITE)
         shown = {p.id for p in sent.passages}
@@ -235,12 +246,17 @@ def _fate_checks(trace: Trace, answer: str, sent: Sent, passages: dict, cite, ch
                 out.append(Check(sentence.strip()[:120], "claim", "uncited", "this sentence cites no passage"))
             continue
         for label in labels:
+            figures = _numbers(_before_mark(sentence, label, cite)) - _numbers(trace.query)
             if label in passages and len(claim) >= 3:
                 share = len(claim & content_words(passages[label][1])) / len(claim)
                 if share < SUPPORT:
                     out.append(Check(f"[{label}]", "citation", "not_supporting",
                                      f"[{label}] ({passages[label][0]}) holds {share:.0%} of the words of "
                                      f"“{sentence.strip()[:80]}”", tuple(filter(None, (passages[label][0],)))))
+                    continue
+                missing = sorted(figures - _numbers(passages[label][1]), key=lambda x: (len(x), x))
+                if missing or share < CLAIM_SHARE and _said_elsewhere(passages, label, claim, share):
+                    out.append(_not_supported(trace, sent, passages, label, sentence, claim, missing, share))
         for i, a in enumerate(labels):
             for b in labels[:i]:
                 if a in passages and b in passages and (b, a) not in pairs_seen:
@@ -255,6 +271,54 @@ def _fate_checks(trace: Trace, answer: str, sent: Sent, passages: dict, cite, ch
         out.append(Check("the answer", "abstention", "ignored_abstention",
                          "no passage was in the prompt, which asked for the abstention phrase"))
     return out
+
+
+def _said_elsewhere(passages: dict, label: str, claim: frozenset, share: float) -> bool:
+    """Another sent passage holds at least CLAIM_SHARE of the claim's words, and more than the cited one: the
+    claim is that passage's, not the cited one's (a paraphrase found nowhere is left to the word share)."""
+    return any(lab != label and len(claim & content_words(text)) >= max(CLAIM_SHARE * len(claim),
+                                                                        share * len(claim) + 1)
+               for lab, (_, text) in passages.items())
+
+
+def _before_mark(sentence: str, label: str, cite) -> str:
+    """The part of a sentence a citation mark closes: from the previous mark to this one ("48 hours [1]. 77
+    items [3]": "48 hours" for [1]); the whole sentence when the label is not marked in it."""
+    start = 0
+    for m in cite.finditer(sentence):
+        if label in re.split(r"\s*[,;]\s*", m.group(1).upper()):
+            return sentence[start:m.start()]
+        start = m.end()
+    return sentence
+
+
+def _not_supported(trace: Trace, sent: Sent, passages: dict, label: str, sentence: str, claim: frozenset,
+                   missing: list, share: float) -> Check:
+    """A cited passage that does not state the claim, and where what the claim states is found instead: another
+    sent passage, an outdated version, a passage not sent, the conversation history, or nowhere."""
+    cid = passages[label][0]
+    what = (f"{', '.join(missing)} is not in it" if missing else
+            f"it holds {share:.0%} of the claim's words (at least {CLAIM_SHARE:.0%} support it)")
+    says = (lambda t: all(m in _numbers(t) for m in missing)) if missing else \
+        (lambda t: len(claim & content_words(t)) >= CLAIM_SHARE * len(claim))
+    subject = ", ".join(missing) if missing else "the claim"
+    other = [(lab, pid) for lab, (pid, text) in passages.items() if lab != label and says(text)]
+    outdated = {p.id: p.superseded_by for p in sent.passages if p.superseded_by}
+    shown = {p.id for p in sent.passages}
+    unsent = [c for c in trace.candidates if c.id not in shown and says(c.text)]
+    if other and other[0][1] not in outdated:
+        where, ids = f"{subject} is in [{other[0][0]}] ({other[0][1]})", (other[0][1],)
+    elif other:
+        where, ids = f"{subject} is in [{other[0][0]}] ({other[0][1]}), an outdated version", (other[0][1],)
+    elif unsent:
+        where, ids = f"{subject} is in {unsent[0].id}, which was not sent", (unsent[0].id,)
+    elif any(says(turn.get("content", "")) for turn in trace.inputs.history):
+        where, ids = f"{subject} is in the conversation history", ()
+    else:
+        where, ids = f"{subject} is in no passage retrieved", ()
+    return Check(f"[{label}]", "citation", "not_supported_by",
+                 f"[{label}] ({cid}) does not say “{sentence.strip()[:80]}”: {what}; {where}",
+                 tuple(filter(None, (cid, *ids))))
 
 
 _INSTRUCTION = re.compile(r"\b(?:ignore|disregard|forget|override)\b|(?:^|\n)\s*(?:system|assistant|developer)\s*:"

@@ -36,7 +36,7 @@ from typing import Callable, Optional
 from .answer import Check, check_answer, follows_instruction
 from ..stages.assemble import INSTRUCTION_LIKE, suspicious
 from .explain import Case
-from ..stages.filters import version_key
+from ..stages.filters import family_name, version_key
 from ..pipeline import rank_order
 from ..records import Sent, Trace
 from .sent import DEFAULT_NEAR, content_words, of_trace, overlap, relevance
@@ -252,7 +252,7 @@ def _outdated(ctx: _Ctx) -> list[Finding]:
     fix, ok, where = ctx.reach(newer, [{"prefer_newest": True}])
     if ok:
         ok = ctx.case.run(**fix).decision(p.id).fate != "kept"
-    doc = ctx.by_id[p.id].doc_id
+    doc = family_name([ctx.by_id[p.id], ctx.by_id[newer]])  # one passage: the document and its section
     newer_sent = newer in ctx.sent_ids
     title = (f"an outdated version of {doc}, {p.id}, was sent while the newer {newer} was retrieved"
              + ("" if newer_sent else " but never sent"))
@@ -423,6 +423,7 @@ DETECTORS = (_instructions, _unsupported, _outdated, _over_window, _cut_off, _du
 # notes: consequences and context --------------------------------------------------------------------------
 
 _BAD = ("unknown_label", "not_in_passage", "unsupported", "from_dropped", "cites_outdated", "not_supporting",
+        "not_supported_by",
         "duplicate_citation", "number_only_outdated", "uncited", "ignored_abstention")
 
 

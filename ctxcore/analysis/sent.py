@@ -5,7 +5,7 @@ candidates reached the prompt, in what order, under which label (``[1]``, ``[S2]
 ``Document 3:`` ...), whole or cut (the share of their text found), the tokens each took, the
 duplicates among them (identical text, or word-set Jaccard at or above the near-dedup threshold
 of the config: the engine's own definitions in :mod:`ctxcore.stages.similarity`), the versions among them
-(document families by ``doc_id``, ordered by :func:`ctxcore.stages.filters.version_key`), whether the
+(one passage across versions, :func:`ctxcore.stages.filters.version_families`), whether the
 question and an answer rule are present, and whether the recounted prompt is over the window.
 
 Without a logged prompt, a build's own prompt is the sent context (``source="replay"``): that is how
@@ -14,13 +14,15 @@ the sample scenarios are diagnosed in their failure state.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import re
+from collections import Counter
 from typing import Optional
 
 from ..stages.compress import sentences
-from ..stages.filters import version_key
+from ..stages.filters import version_families, version_key
 from ..memo import by_text
 from .reach import _longest_prefix, normalise
 from ..records import Logged, Sent, SentPassage, Trace
@@ -74,14 +76,102 @@ def relevance(candidate, query_words: frozenset) -> tuple:
     return (candidate.score is not None, candidate.score or 0.0, overlap(candidate.text, query_words))
 
 
-def _label(hay: str, offset: int) -> Optional[str]:
-    m = _LABEL.search(hay, max(0, offset - 40), offset)
+def _label(hay: str, offset: int, lo: int = 0) -> Optional[str]:
+    m = _LABEL.search(hay, max(lo, offset - 40), offset)
     if not m:
         return None
     raw = m.group(1)
     if raw.startswith("["):
         return "[" + raw[1:-1].strip().upper() + "]"
     return raw[0].upper() + raw[1:]
+
+
+# Labels read on the prompt as sent (its lines kept), at the end of the text just before a passage. Each is
+# bounded, and read only on the few hundred characters before a passage.
+_BEFORE = 400
+_XML_DOC = re.compile(r"<(?:doc|document)\b([^<>\n]{0,200})>\s*(?:<source>[^<>]{0,300}</source>\s*)?"
+                      r"(?:<document_content>\s*)?\Z", re.IGNORECASE)
+_XML_KEY = re.compile(r"\b(index|id)\s*=\s*[\"']?([^\"'\s>]{1,64})", re.IGNORECASE)
+_TITLED = re.compile(r"(?:^|\n)[ \t]*(passage|source|document|doc|chunk|context|result)[ \t]*#?[ \t]*(\d{1,4})"
+                     r"[ \t]*[-\u2013\u2014:|][^\n]{0,160}\n\s*\Z", re.IGNORECASE)
+_HEADING = re.compile(r"(?:^|\n)[ \t]*(#{1,6}[ \t]+[^\n]{1,160}?)[ \t]*\n\s*\Z")
+_ROLES = r"(?!(?:system|user|assistant|human|ai|developer|tool|function)[ \t]*:)"
+_METADATA = re.compile(r"(?:^|\n)(%s[A-Za-z_][\w.-]{0,40}:[ \t]*\S[^\n]{0,300})\n(?:%s[A-Za-z_][\w.-]{0,40}:[^\n]{0,300}\n)"
+                       r"{0,12}[ \t]*\n\s*\Z" % (_ROLES, _ROLES))
+# the labelling names; passages of the last six are cited by their place ([2]: the second passage)
+LABELLINGS = ("bracket-number", "bracket-s", "paren-number", "numbered-list", "document-number", "doc-number",
+              "source-number", "passage-number", "context-number", "chunk-number", "result-number", "xml-doc",
+              "markdown-heading", "llamaindex-metadata", "blank-line", "line", "space", "unlabelled")
+BY_PLACE = frozenset(LABELLINGS[-6:])
+
+
+def _read_label(prompt: str, raw: tuple, hay: str, at: tuple) -> tuple[Optional[str], Optional[str]]:
+    """(label, labelling) of the passage starting at ``raw[1]`` in the prompt (``at[1]`` in ``hay``), read after
+    the previous passage's end (``raw[0]``, ``at[0]``); (None, None) when nothing labels it."""
+    before = prompt[max(raw[0], raw[1] - _BEFORE):raw[1]]
+    m = _XML_DOC.search(before)
+    if m:
+        key = _XML_KEY.search(m.group(1))
+        return (f'<document {key.group(1).lower()}="{key.group(2)}">' if key else "<document>"), "xml-doc"
+    m = _TITLED.search(before)
+    if m:
+        return f"{m.group(1).capitalize()} {m.group(2)}", f"{m.group(1).lower()}-number"
+    m = _HEADING.search(before)
+    if m:
+        return m.group(1).strip(), "markdown-heading"
+    m = _METADATA.search(before)
+    if m:
+        return m.group(1).strip(), "llamaindex-metadata"
+    label = _label(hay, at[1], at[0])
+    return (label, _labelling_of(label)) if label else (None, None)
+
+
+def _labelling_of(label: str) -> str:
+    if label.startswith("["):
+        return "bracket-s" if label[1:2] == "S" else "bracket-number"
+    if label.startswith("("):
+        return "paren-number"
+    word = re.match(r"[a-z]*", label.lower()).group(0)
+    return f"{word}-number" if word else "numbered-list"
+
+
+def _gap_labelling(gap: str) -> str:
+    """How unlabelled passages were joined: a blank line (LangChain's stuff chain; Haystack's default loop,
+    each document on its own indented line), a line break, one space; "unlabelled" when other text stands
+    between them."""
+    if gap.strip():
+        return "unlabelled"
+    return "blank-line" if gap.count("\n") >= 2 else "line" if "\n" in gap else "space"
+
+
+def _raw_offsets(prompt: str) -> tuple[list[int], list[int]]:
+    """Where each whitespace-separated word starts in :func:`normalise`'s text and in the prompt itself."""
+    hay_at, raw_at, pos = [], [], 0
+    for m in re.finditer(r"\S+", prompt):
+        hay_at.append(pos)
+        raw_at.append(m.start())
+        pos += len(m.group(0).casefold()) + 1
+    return hay_at, raw_at
+
+
+def _to_raw(offsets, at: int) -> int:
+    hay_at, raw_at = offsets
+    i = bisect.bisect_right(hay_at, at) - 1
+    return 0 if i < 0 else raw_at[i] + (at - hay_at[i])
+
+
+def _labels(prompt: str, hay: str, found: list) -> tuple[list, str]:
+    """Each found passage's label, and the prompt's labelling: the one most of its labelled passages have, else
+    how its unlabelled passages were joined."""
+    offsets = _raw_offsets(prompt)
+    ends = [at + round(len(normalise(c.text)) * share) for c, share, at in found]
+    spans = [(_to_raw(offsets, at), _to_raw(offsets, end)) for (_, _, at), end in zip(found, ends)]
+    read = [_read_label(prompt, (spans[i - 1][1] if i else 0, spans[i][0]), hay, (ends[i - 1] if i else 0, at))
+            for i, (_, _, at) in enumerate(found)]
+    gaps = [prompt[spans[i - 1][1]:spans[i][0]] for i in range(1, len(spans))]
+    kinds = [kind for _, kind in read if kind] or [_gap_labelling(gap) for gap in gaps or ["x"]]
+    labelling = Counter(kinds).most_common(1)[0][0] if found else ""
+    return [label for label, _ in read], labelling
 
 
 def _matches(candidates, hay: str, hay_words: frozenset, min_chars: int = 40):
@@ -128,13 +218,14 @@ def reconstruct(trace: Trace, prompt: str, source: str = "logged") -> Sent:
     tok = get_tokenizer(trace.config.encoding)
     threshold = trace.config.near_dup if trace.config.near_dup is not None else DEFAULT_NEAR
     newest = _newest(trace.candidates)
+    labels, labelling = _labels(prompt, hay, found)
     passages, earlier = [], []
     for i, (c, share, at) in enumerate(found, 1):
         dup, sim = None, None
         cw = words(c.text)
         for e in earlier:
-            if c.doc_id and e.doc_id == c.doc_id and version_key(c) != version_key(e):
-                continue  # versions of one document: a version question, not a duplicate
+            if _versions_of_one(c, e, newest):
+                continue
             if normalise(e.text) == normalise(c.text):
                 dup, sim = e.id, 1.0
                 break
@@ -144,7 +235,7 @@ def reconstruct(trace: Trace, prompt: str, source: str = "logged") -> Sent:
                 break
         earlier.append(c)
         sent_tokens = tok.count(c.text) if share >= 1 else max(1, round(tok.count(c.text) * share))
-        passages.append(SentPassage(c.id, i, _label(hay, at), share, sent_tokens, at, dup, sim,
+        passages.append(SentPassage(c.id, i, labels[i - 1], share, sent_tokens, at, dup, sim,
                                     _superseded(c, newest, {x[0].id for x in found})))
     sent_ids = {p.id for p in passages}
     total = tok.count(prompt)
@@ -154,7 +245,7 @@ def reconstruct(trace: Trace, prompt: str, source: str = "logged") -> Sent:
                 _question_present(trace.query, hay, max((at + round(len(normalise(c.text)) * share)
                                                          for c, share, at in found), default=0)),
                 bool(_RULE.search(prompt)), bool(_ABSTAIN.search(prompt)),
-                source)
+                source, labelling)
 
 
 def of_build(trace: Trace) -> Sent:
@@ -172,7 +263,7 @@ def of_build(trace: Trace) -> Sent:
         text = d.text if d.text is not None else c.text
         dup, sim = None, None
         for e in earlier:
-            if c.doc_id and e.doc_id == c.doc_id and version_key(c) != version_key(e):
+            if _versions_of_one(c, e, newest):
                 continue
             s = 1.0 if e.text == c.text else jaccard(words(c.text), words(e.text))
             if s >= threshold:
@@ -185,7 +276,7 @@ def of_build(trace: Trace) -> Sent:
     limit = trace.budget.window - trace.budget.max_output
     return Sent(tuple(passages), tuple(c.id for c in trace.candidates if c.id not in kept_ids),
                 sum(p.tokens for p in passages), trace.prompt.tokens, limit, trace.prompt.tokens > limit,
-                True, True, True, "replay")
+                True, True, True, "replay", "bracket-s")
 
 
 def of_trace(trace: Trace, logged_prompt: Optional[str] = None) -> Sent:
@@ -208,19 +299,25 @@ def attach(trace: Trace) -> Trace:
 
 
 def _newest(candidates) -> dict:
-    """doc_id -> the newest version key among the retrieved members of that document, for families of 2+."""
-    keys: dict = {}
-    for c in candidates:
-        if c.doc_id and (c.date or c.version):
-            keys.setdefault(c.doc_id, []).append((version_key(c), c.id))
-    return {doc: max(ks) for doc, ks in keys.items() if len({k for k, _ in ks}) > 1}
+    """candidate id -> (newest version key, its id) of the version family it belongs to: one passage (one
+    document's same section) across versions, :func:`ctxcore.stages.filters.version_families`."""
+    out: dict = {}
+    for members in version_families(candidates)[0]:
+        top = max((version_key(c), c.id) for c in members)
+        out.update((c.id, top) for c in members)
+    return out
 
 
 def _superseded(c, newest: dict, sent_ids: set) -> Optional[str]:
-    top = newest.get(c.doc_id) if c.doc_id else None
-    if top is None or version_key(c) is None or version_key(c) >= top[0]:
+    top = newest.get(c.id)
+    if top is None or version_key(c) >= top[0]:
         return None
     return top[1]
+
+
+def _versions_of_one(c, e, newest: dict) -> bool:
+    """Two versions of one passage: a version question, not a duplicate."""
+    return c.id in newest and newest.get(e.id) == newest[c.id] and version_key(c) != version_key(e)
 
 
 def _question_present(query: str, hay: str, evidence_end: int = 0) -> bool:
@@ -235,9 +332,8 @@ def _question_present(query: str, hay: str, evidence_end: int = 0) -> bool:
 
 
 def family_members(trace: Trace, cid: str) -> list:
-    """The candidates of ``cid``'s document family (same doc_id, versioned), newest first."""
-    c = next(x for x in trace.candidates if x.id == cid)
-    if not c.doc_id:
-        return []
-    members = [x for x in trace.candidates if x.doc_id == c.doc_id and version_key(x) is not None]
-    return sorted(members, key=version_key, reverse=True)
+    """The candidates of ``cid``'s version family (one passage across versions), newest first."""
+    for members in version_families(trace.candidates)[0]:
+        if any(c.id == cid for c in members):
+            return sorted(members, key=version_key, reverse=True)
+    return []

@@ -11,6 +11,7 @@ from email.utils import parsedate_to_datetime
 
 from ..memo import Memo, by_text
 from ..records import Decision, TraceWarning
+from .similarity import words
 
 
 def permitted(state):
@@ -176,19 +177,113 @@ def _amounts(text: str) -> frozenset[str]:
     return frozenset(" ".join(a.replace(",", "").lower().split()) for a in amount_matches(text))
 
 
+# A version marker ending a document name: "-v3.1", "_v2", " version 4", "-2024", "-2024-03-01". Only these:
+# "doc-1" and "doc-2" stay two documents.
+_VERSION_TAIL = re.compile(r"[-_ .@/]+(?:v(?:ersion)?[-_ .]?\d+(?:[._-]\d+)*|(?:19|20)\d\d(?:[-_.]\d{1,2}){0,2})\Z",
+                           re.IGNORECASE)
+SAME_PASSAGE = 0.5  # word overlap (numbers aside) at which two unplaced chunks of a document are one passage
+LIKENESS_GROUPS = 64  # unplaced chunks of one document are compared with at most this many groups
+
+
+def document_name(doc_id: str) -> str:
+    """The document a doc_id names, its version marker removed: versions published under their own ids meet.
+
+    >>> [document_name(d) for d in ("hp-wording-v3.1", "hp-wording-v4.0", "handbook-2024-03", "doc-1")]
+    ['hp-wording', 'hp-wording', 'handbook', 'doc-1']
+    """
+    return _VERSION_TAIL.sub("", doc_id) or doc_id
+
+
+def passage_place(c) -> tuple | None:
+    """Where a chunk sits in its document, the same in every version: its section (heading path), else the
+    id's part after '#', else its chunk_index, else its title; None when it says none of these.
+
+    >>> from ctxcore.records import Candidate
+    >>> passage_place(Candidate("hp-wording-v3.1#7.2", "x")), passage_place(Candidate("h", "x", chunk_index=3))
+    (('part', '7.2'), ('chunk', '3'))
+    """
+    if c.section and c.section.strip():
+        return ("section", " ".join(c.section.split()).casefold())
+    _, sep, tail = c.id.rpartition("#")
+    if sep and tail.strip() and not _VERSION_TAIL.search("-" + tail.strip()):
+        return ("part", tail.strip())
+    if c.chunk_index is not None:
+        return ("chunk", str(c.chunk_index))
+    if c.title and c.title.strip():
+        return ("title", " ".join(c.title.split()).casefold())
+    return None
+
+
+@by_text("words without numbers")
+def _plain_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in words(text) if not w.isdigit())
+
+
+def alike(a: str, b: str) -> bool:
+    """Two texts are one passage in two versions: at least SAME_PASSAGE of the shorter's words (numbers aside,
+    since versions differ in their figures) are in the other."""
+    wa, wb = _plain_words(a), _plain_words(b)
+    return bool(wa and wb) and len(wa & wb) >= SAME_PASSAGE * min(len(wa), len(wb))
+
+
+def _by_likeness(members: list) -> list[list]:
+    """Unplaced chunks grouped by :func:`alike` with each group's first member, in input order."""
+    groups: list[list] = []
+    for c in members:
+        home = next((g for g in groups[:LIKENESS_GROUPS] if alike(g[0].text, c.text)), None)
+        if home is None:
+            groups.append([c])
+        else:
+            home.append(c)
+    return groups
+
+
+def version_families(candidates) -> tuple[list[list], list[list]]:
+    """(families, ambiguous). A family is one passage across versions: the dated or versioned chunks of one
+    document (its doc_id, version marker aside) at one place (:func:`passage_place`), or, when they have no
+    place, whose texts are :func:`alike`; only families of two or more versions are returned. Ambiguous: per
+    document, the unplaced chunks that paired with no other version although the document has several."""
+    placed, loose = defaultdict(list), defaultdict(list)
+    for c in candidates:
+        if c.doc_id is None or version_key(c) is None:
+            continue
+        where = passage_place(c)
+        if where is None:
+            loose[document_name(c.doc_id)].append(c)
+        else:
+            placed[(document_name(c.doc_id), where)].append(c)
+    groups, ambiguous = list(placed.values()), []
+    for members in loose.values():
+        alike_groups = _by_likeness(members)
+        groups += alike_groups
+        unpaired = [c for g in alike_groups if len({version_key(x) for x in g}) == 1 for c in g]
+        if unpaired and len(alike_groups) > 1 and len({version_key(c) for c in members}) > 1:
+            ambiguous.append(unpaired)
+    return [g for g in groups if len({version_key(c) for c in g}) > 1], ambiguous
+
+
+def family_name(members) -> str:
+    """How a family is named: its doc_id (the common name when the versions have their own), and its place."""
+    docs = {c.doc_id for c in members}
+    doc = members[0].doc_id if len(docs) == 1 else document_name(members[0].doc_id)
+    where = passage_place(members[0])
+    if where is None or where[0] in ("chunk", "title"):
+        return doc
+    shown = members[0].section.strip() if where[0] == "section" else where[1]
+    return f"{doc} ({'section ' if where[0] == 'section' else '#'}{shown})"
+
+
 def _families(alive):
-    """(families with more than one version, {doc: members whose date cannot be read} where the doc has others)."""
-    families, unread, sizes = defaultdict(list), defaultdict(list), defaultdict(int)
+    """(version families, {doc: members whose date cannot be read} where the doc has others, ambiguous groups)."""
+    unread, sizes = defaultdict(list), defaultdict(int)
     for c in alive:
         if c.doc_id is None:
             continue
         sizes[c.doc_id] += 1
-        if version_key(c) is not None:
-            families[c.doc_id].append(c)
-        elif c.date:
+        if version_key(c) is None and c.date:
             unread[c.doc_id].append(c)
-    return ({doc: members for doc, members in families.items() if len({version_key(c) for c in members}) > 1},
-            {doc: members for doc, members in unread.items() if sizes[doc] > 1})
+    families, ambiguous = version_families(alive)
+    return families, {doc: members for doc, members in unread.items() if sizes[doc] > 1}, ambiguous
 
 
 def _listing(values: set[str], most: int = 6) -> str:
@@ -208,8 +303,9 @@ _FAMILIES = Memo(8)
 
 
 def newest(state):
-    """Mark older versions of a document stale when a newer one is present; report conflicts."""
-    families, unread = _FAMILIES.of(state.alive, _families)  # a rebuild (prefer_newest changed): the same tuple
+    """Mark older versions of a passage stale when a newer one is present; report conflicts, and the chunks
+    of a document no section, chunk or likeness pairs with its other versions (those are kept)."""
+    families, unread, ambiguous = _FAMILIES.of(state.alive, _families)  # a rebuild: the same tuple
     warnings, out = [], []
     for doc, members in unread.items():
         shown = ", ".join(f"{c.id} ({_short(c.date)!r})" for c in members[:5])
@@ -218,7 +314,15 @@ def newest(state):
             f"the date of {shown}{more} could not be read, so {'it was' if len(members) == 1 else 'they were'} "
             f"not compared with the other versions of {doc}: neither stale nor making another stale",
             "unparsed_date", [c.id for c in members]))
-    for doc, members in families.items():
+    for members in ambiguous:
+        shown = ", ".join(f"{c.id} ({_label(c)})" for c in members[:5])
+        more = f" and {len(members) - 5} more" if len(members) > 5 else ""
+        warnings.append(TraceWarning(
+            f"{shown}{more} of {family_name(members)} have no section, chunk index or title to pair them with the "
+            f"other versions, and their texts differ: not compared as versions, none made stale",
+            "ambiguous_versions", [c.id for c in members][:50]))
+    for members in families:
+        doc = family_name(members)
         top = max(version_key(c) for c in members)
         newest_members = [c for c in members if version_key(c) == top]
         survivor = min(newest_members, key=lambda c: state.rank[c.id])
