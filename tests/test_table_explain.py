@@ -264,8 +264,12 @@ def test_explain_text_reads_the_prompt_a_logged_trace_carries():
     logged = dataclasses.replace(t, logged=Logged("openinference", prompt_text=f"Context:\n{R}\n"))
     assert [record(e) for e in explain_text(logged, "five")] == [
         with_sent(KEPT_R, "sent as a passage, at position 1 of 1"),
-        with_sent(KEPT_S, "not sent: the logged prompt lacks it"),
-        with_sent(KEPT_W, "not sent: the logged prompt lacks it")]
+        # each passage not sent names the rule of the logged pipeline that left it out (ctxcore.analysis.policy)
+        with_sent(KEPT_S, "not sent: the logged prompt lacks it (your pipeline appears to cap the evidence at about "
+                          "14 tokens: the sent evidence took 14 tokens; s (18 tokens) out-scored a sent passage and "
+                          "would have made it 32)"),
+        with_sent(KEPT_W, "not sent: the logged prompt lacks it (your pipeline appears to send the top 1 passage: "
+                          "sent 1 of the 3 passages retrieved)")]
     # an empty logged prompt given explicitly: nothing to compare with
     assert [record(e) for e in explain_text(logged, "five", "")] == [KEPT_R, KEPT_S, KEPT_W]
 
