@@ -157,12 +157,12 @@ def open_case(case_id: str) -> list[str]:
         case = casestore.get_case(case_id)
         if case is None:
             return [f"case={case_id!r} is not a saved case on this server"]
+        if case.problem:
+            return [f"case={case_id!r} could not be opened: it breaks the rules of a saved case ({case.problem})"]
         data = casestore.case_input(case)
         key, loaded = _loaded_for(case, data)
     except (CaseError, InputError, OSError, casestore.sqlite3.Error) as err:
         return [f"case={case_id!r} could not be opened ({one_line(err)})"]
-    if case.problem:
-        return [f"case={case_id!r} could not be opened: it breaks the rules of a saved case ({case.problem})"]
     path = sample_path(case.sample) if case.sample else None
     same_sample = path is not None and path.read_bytes() == data
     _use(key, loaded, sample=path.name if same_sample else None)

@@ -196,10 +196,19 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """A read-only connection (URI mode=ro): no migration, no journal switch, nothing written."""
-    conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=BUSY_SECONDS,
-                           isolation_level=None)
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    """A read-only connection (URI mode=ro): no migration, no journal switch, nothing written. A WAL store whose
+    shared-memory file is gone cannot be read that way from a folder nobody here may write (SQLite must create
+    the file): it is then opened as immutable, which reads the file as it is, without locks."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    for suffix in ("", "&immutable=1"):
+        conn = sqlite3.connect(uri + suffix, uri=True, timeout=BUSY_SECONDS, isolation_level=None)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            break
+        except sqlite3.OperationalError:
+            conn.close()
+            if suffix:
+                raise
     if version < SCHEMA_VERSION:
         conn.close()
         raise CaseError(f"the store {path} is read-only and older (schema {version}, this version reads "
