@@ -41,10 +41,24 @@ class Setting:
     link: str = ""                  # key in a shareable link
     control: str = "number"         # number | slider | select | radio | checkbox | text | tokenizer
     step: Optional[float] = None    # slider/number step
-    slider: Optional[tuple[float, float]] = None  # the control's range, when narrower than the bounds
     off_value: Any = None           # what an off switch's control shows
     switch: Optional[str] = None    # the app's on/off toggle for a nullable setting
     switch_word: str = "off"        # the link value standing for the switch's off state ("auto" for labels)
+
+    @property
+    def control_range(self) -> tuple[Optional[float], Optional[float]]:
+        """The range a control offers: the bounds themselves, an open end moved in by one step (a slider cannot
+        stop just short of 1), and MAX_TOKENS above a count. One set of bounds for Config, controls and links."""
+        lo, hi = self.lo, self.hi
+        if lo is not None and self.lo_open:
+            lo = lo + (self.step or 1)
+        if hi is not None and self.hi_open:
+            hi = hi - (self.step or 1)
+        if self.kind in ("int", "overhead") and hi is None:
+            hi = MAX_TOKENS
+        if self.kind in ("float", "share"):  # a slider wants its ends and its value of one type
+            lo, hi = (None if lo is None else float(lo)), (None if hi is None else float(hi))
+        return lo, hi
 
     @property
     def cli(self) -> str:
@@ -129,11 +143,11 @@ SETTINGS: tuple[Setting, ...] = (
             lo=0, link="out"),
     Setting("safety", "float", 0.05, "safety margin taken off the input side",
             "a fraction from 0 up to (not including) 1", lo=0, hi=1, hi_open=True, link="safety",
-            control="slider", slider=(0.0, 0.9), step=0.01),
+            control="slider", step=0.01),
     Setting("history_share", "share", "auto", "share of what is left that is held for conversation history: "
             "a fixed fraction, or auto (the history gets the tokens its kept turns use, at most 0.4 of what is "
             "left, and the documents get the rest)", "a fraction from 0 to 1 or 'auto'", lo=0, hi=1, link="hist",
-            control="slider", slider=(0.0, 1.0), step=0.01, off_value=0.4, switch="history_auto",
+            control="slider", step=0.01, off_value=0.4, switch="history_auto",
             switch_word="auto"),
     Setting("budget", "int", None, "evidence token budget, given directly (overrides the window split)",
             "a whole number of tokens, 0 or more", lo=0, nullable=True, link="budget", off_value=1000,
@@ -145,7 +159,7 @@ SETTINGS: tuple[Setting, ...] = (
             flag_value=True, link="unsc", control="checkbox"),
     Setting("near_dup", "float", 0.8, "near-duplicate threshold (similarity at or above it is a duplicate)",
             "a similarity above 0 and at most 1, or null to switch it off", lo=0, hi=1, lo_open=True,
-            nullable=True, off_flag="--no-near-dup", link="nd", control="slider", slider=(0.01, 1.0), step=0.01,
+            nullable=True, off_flag="--no-near-dup", link="nd", control="slider", step=0.01,
             off_value=0.8, switch="near_dup_on"),
     Setting("similarity", "choice", "words", "near-duplicate similarity measure", "one of words, shingles, cosine",
             choices=tuple(c for c, _ in SIMILARITIES), meanings=SIMILARITIES, link="sim", control="select"),
@@ -154,7 +168,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("select", "choice", "score", "how evidence is chosen under the budget", "one of score, density, mmr",
             choices=tuple(c for c, _ in SELECTIONS), meanings=SELECTIONS, link="sel", control="radio"),
     Setting("mmr_lambda", "float", 0.7, "MMR: weight of relevance against diversity", "between 0 and 1",
-            lo=0, hi=1, link="lam", control="slider", slider=(0.0, 1.0), step=0.01),
+            lo=0, hi=1, link="lam", control="slider", step=0.01),
     Setting("order", "choice", "sandwich", "order of the passages in the prompt",
             "one of rank, sandwich, lost-in-the-middle, document, original", choices=tuple(c for c, _ in ORDERS),
             meanings=ORDERS,

@@ -21,7 +21,7 @@ from . import casestore
 from .casestore import CaseError
 from .inputs import _use
 from .loading import _load_trace, content_key, load_bytes, sample_path
-from .settings import config_from_controls
+from .settings import clamp_controls, config_from_controls
 from .state import apply_controls, store, sync_url
 from .text import md_escape, one_line
 
@@ -115,6 +115,10 @@ def save_case_box(loaded: Loaded, page: str = "debugger") -> None:
     with st.expander("Save this case", icon=":material/bookmark_add:", expanded=bool(ss.get("case.saved")),
                      key=f"case.box.{page}", on_change="rerun"):
         held = current_input()
+        read_only = casestore.read_only_reason()
+        if read_only:
+            st.caption(md_escape(f"Saving is unavailable: {read_only}."))
+            return
         if held is None:
             st.caption("The input's bytes are not in this session any more (upload the file again to save it).")
             return
@@ -153,6 +157,8 @@ def open_case(case_id: str) -> list[str]:
         case = casestore.get_case(case_id)
         if case is None:
             return [f"case={case_id!r} is not a saved case on this server"]
+        if case.problem:
+            return [f"case={case_id!r} could not be opened: it breaks the rules of a saved case ({case.problem})"]
         data = casestore.case_input(case)
         key, loaded = _loaded_for(case, data)
     except (CaseError, InputError, OSError, casestore.sqlite3.Error) as err:
@@ -173,7 +179,9 @@ def open_case(case_id: str) -> list[str]:
         problems.append(f"case={case_id!r}: its settings no longer make a valid configuration ({err}); "
                         "the file's settings are shown")
         controls = {"query": case.query}
+    controls, notes = clamp_controls(controls)
     apply_controls({**controls, "query": case.query})
+    ss["ctx.notes"] = list(ss.get("ctx.notes") or ()) + [f"Saved case {case.id}: {n}." for n in notes]
     if case.candidate:
         ss["dbg.detail"] = case.candidate
     ss["dx.find"] = case.search
@@ -203,19 +211,34 @@ def case_banner() -> None:
     current, case = ss.get("ctx.case"), ss.get("case.opened")
     if not current or current.get("key") != ss.get("ctx.key") or case is None or case.id != current.get("id"):
         return
-    when = dt.datetime.fromtimestamp(case.created).strftime("%Y-%m-%d %H:%M")
+    saved = saved_at(case.created)
+    when = saved.strftime("%Y-%m-%d %H:%M") if saved is not None else "at an unknown time"
     tag = f" · root cause: {case.tag.replace('_', ' ')}" if case.tag else ""
     st.info(md_escape(f"Saved case “{case.title}” ({case.id}), saved {when}{tag}."), icon=":material/bookmark:")
     if case.note:
         st.text(case.note)
 
 
+def saved_at(created: float) -> Optional[dt.datetime]:
+    """A case's save time in local time; None for a number no clock shows (a stored row can hold any)."""
+    try:
+        return dt.datetime.fromtimestamp(created)
+    except (OverflowError, OSError, ValueError, TypeError):
+        return None
+
+
+CASE_COLUMNS = ["title", "tag", "saved", "input", "question", "note", "page", "id", "size", "problem"]
+
+
 def cases_frame(cases: list) -> pd.DataFrame:
-    """The Saved cases table: one row per case, blanks (not None) where a case has no value."""
-    rows = [{"title": c.title, "tag": c.tag.replace("_", " "), "saved": dt.datetime.fromtimestamp(c.created),
+    """The Saved cases table: one row per case, blanks (not None) where a case has no value; a row that breaks
+    the rules of a saved case names its problem (the column is there only when one does)."""
+    rows = [{"title": c.title, "tag": c.tag.replace("_", " "), "saved": saved_at(c.created),
              "input": c.name, "question": c.query, "note": c.note, "page": c.page, "id": c.id,
-             "size": f"{c.size / 1024:,.1f} KB"} for c in cases]
-    return pd.DataFrame(rows, columns=["title", "tag", "saved", "input", "question", "note", "page", "id", "size"])
+             "size": f"{c.size / 1024:,.1f} KB", "problem": c.problem} for c in cases]
+    frame = pd.DataFrame(rows, columns=CASE_COLUMNS)
+    frame["saved"] = pd.to_datetime(frame["saved"])
+    return frame if any(c.problem for c in cases) else frame.drop(columns="problem")
 
 
 def import_upload(upload) -> Optional[str]:

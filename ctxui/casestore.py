@@ -8,7 +8,10 @@ created on first use. The schema carries its version in ``PRAGMA user_version`` 
 short ``BEGIN IMMEDIATE`` transaction, so concurrent sessions (threads or processes) lose nothing.
 
 Export is one JSON object (``ctxcore.case/1``) holding the case and its input (base64), for people on another
-server; import checks the digest and the size and gives the case a new id when its own is taken.
+server; import checks the digest, the size and every field by the rules a saved case follows (:func:`case_row`),
+and gives the case a new id when its own is taken. A row that breaks them anyway (written by hand, or by an older
+version) is still listed, with its problem named (``Case.problem``), so one bad row never hides the others.
+A store this process may not write is opened read-only: its cases are shown, saving is refused in words.
 """
 
 from __future__ import annotations
@@ -24,6 +27,14 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterator, Optional
+from urllib.parse import quote
+
+from ctxcore import Config, InputError
+from ctxcore.io.reading import parse_json
+from ctxcore.settings import _is_number
+
+from .linkparams import control_problem
+from .settings import DEFAULT_CONTROLS, PAGE_DEFAULTS, config_from_controls
 
 DATA_DIR_ENV = "CTXCORE_DATA_DIR"
 DEFAULT_DATA_DIR = ".ctxcore-data"
@@ -34,6 +45,12 @@ EXPORT_FORMAT = "ctxcore.case/1"
 TAGS = ("dropped_for_budget", "duplicates", "buried_in_middle", "stale_version", "not_permitted",
         "below_threshold", "instruction_in_content", "not_retrieved", "truncated_prompt", "answer_error",
         "other")
+CREATED_RANGE = (0.0, 4_102_444_800.0)  # 1970-01-01 to 2100-01-01 UTC: when any real case was saved
+MAX_SETTINGS_CHARS = 64 * 1024           # a case's settings as JSON; the controls take under 1 KB
+MAX_SETTINGS_KEYS = 100                  # the controls are about 30
+MAX_LIST_ITEMS = 100                     # a list in the settings (the fate filter has 8 fates)
+PAGES = ("debugger", "diagnose")
+VIEWS = ("", "replay", "sent")
 TEXT_LIMITS = {"title": 200, "note": 20_000, "tag": 60, "query": 20_000, "search": 2_000, "answer": 200_000,
                "candidate": 1_000, "name": 500, "page": 40, "trace_id": 500, "sample": 200, "view": 40}
 
@@ -96,6 +113,7 @@ class Case:
     page: str                 # debugger | diagnose
     view: str = ""            # the debugger's mode (replay | sent)
     size: int = 0
+    problem: str = ""         # why a stored row breaks the rules of a saved case ("" for a sound one)
 
 
 def data_dir() -> Path:
@@ -104,6 +122,24 @@ def data_dir() -> Path:
 
 def db_path(folder: Optional[Path] = None) -> Path:
     return Path(folder or data_dir()) / DB_NAME
+
+
+def writable(path: Path) -> bool:
+    """Whether this process may write the store at ``path``: the file and its folder (SQLite writes its journal
+    beside the file), or the nearest existing folder when there is no store yet."""
+    path = Path(path)
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
+
+
+def read_only_reason(folder: Optional[Path] = None) -> Optional[str]:
+    """Why saving is unavailable (the store cannot be written by this server), or None when it is available."""
+    path = db_path(folder)
+    return None if writable(path) else f"the store {path} is read-only for this server: saving is unavailable"
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -159,29 +195,154 @@ def migrate(conn: sqlite3.Connection) -> int:
             raise
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection (URI mode=ro): no migration, no journal switch, nothing written. A WAL store whose
+    shared-memory file is gone cannot be read that way from a folder nobody here may write (SQLite must create
+    the file): it is then opened as immutable, which reads the file as it is, without locks."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    for suffix in ("", "&immutable=1"):
+        conn = sqlite3.connect(uri + suffix, uri=True, timeout=BUSY_SECONDS, isolation_level=None)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            break
+        except sqlite3.OperationalError:
+            conn.close()
+            if suffix:
+                raise
+    if version < SCHEMA_VERSION:
+        conn.close()
+        raise CaseError(f"the store {path} is read-only and older (schema {version}, this version reads "
+                        f"{SCHEMA_VERSION}): open it once where it can be written")
+    return conn
+
+
 @contextlib.contextmanager
-def connection(folder: Optional[Path] = None) -> Iterator[sqlite3.Connection]:
-    """A migrated connection to the store, closed afterwards."""
-    conn = _connect(db_path(folder))
+def connection(folder: Optional[Path] = None, write: bool = False) -> Iterator[sqlite3.Connection]:
+    """A migrated connection to the store, closed afterwards; read-only when the store cannot be written
+    (then ``write`` raises CaseError saying so)."""
+    path = db_path(folder)
+    if writable(path):
+        conn = _connect(path)
+        try:
+            migrate(conn)
+            yield conn
+        finally:
+            conn.close()
+        return
+    if write:
+        raise CaseError(read_only_reason(folder))
+    if not path.exists():
+        conn = sqlite3.connect(":memory:", isolation_level=None)  # no store yet: no cases
+        for statement in "".join(MIGRATIONS).split(";"):
+            if statement.strip():
+                conn.execute(statement)
+    else:
+        conn = _connect_read_only(path)
     try:
-        migrate(conn)
         yield conn
     finally:
         conn.close()
 
 
+def _bad(field: str, why: str) -> CaseError:
+    return CaseError(f"field '{field}': {why}")
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _text(fields: dict, name: str) -> str:
     value = fields.get(name)
-    value = "" if value is None else str(value)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _bad(name, f"must be text (got {_shown(value)})")
     limit = TEXT_LIMITS[name]
     if len(value) > limit:
-        raise CaseError(f"the {name} is longer than {limit:,} characters")
+        raise _bad(name, f"the {name} is longer than {limit:,} characters")
     return value
 
 
 def _optional(fields: dict, name: str) -> Optional[str]:
     value = fields.get(name)
     return None if value in (None, "") else _text(fields, name)
+
+
+def _choice(fields: dict, name: str, allowed: tuple, default: str = "") -> str:
+    value = _text(fields, name) or default
+    if value not in allowed:
+        raise _bad(name, "must be one of " + ", ".join(repr(a) for a in allowed) + f" (got {_shown(value)})")
+    return value
+
+
+def _created(value) -> float:
+    """A save time: seconds since 1970, from 1970 to 2100 (a wider number is no time a case was saved, and
+    breaks every date shown from it)."""
+    lo, hi = CREATED_RANGE
+    if not _is_number(value) or not lo <= value < hi:
+        raise _bad("created", f"must be a time in seconds since 1970, between {lo:,.0f} (1970) and {hi:,.0f} "
+                              f"(2100) (got {_shown(value)})")
+    return float(value)
+
+
+def _setting_shape(key, value) -> None:
+    """One stored control value: a key of at most 60 characters holding null, true/false, a finite number,
+    text, or a short list of short texts (the fate filter); no nesting."""
+    if not isinstance(key, str) or len(key) > TEXT_LIMITS["tag"]:
+        raise _bad("settings", f"has a key that is no setting name (got {_shown(key)})")
+    if value is None or isinstance(value, bool) or _is_number(value):
+        return
+    if isinstance(value, str):
+        if len(value) > TEXT_LIMITS["query"]:
+            raise _bad(f"settings.{key}", f"is longer than {TEXT_LIMITS['query']:,} characters")
+        return
+    if isinstance(value, list) and len(value) <= MAX_LIST_ITEMS and all(
+            isinstance(v, str) and len(v) <= TEXT_LIMITS["tag"] for v in value):
+        return
+    raise _bad(f"settings.{key}", f"must be a number, text, true/false, null or a list of at most "
+                                  f"{MAX_LIST_ITEMS} words (got {_shown(value)})")
+
+
+def _settings(value, registry: bool) -> str:
+    """The settings as the JSON text a row holds. ``registry``: each control's value is also held to its
+    setting's declared bounds (ctxcore.settings), and all of them to making one valid Config."""
+    if not isinstance(value, dict):
+        raise _bad("settings", f"must be an object (got {_shown(value)})")
+    if len(value) > MAX_SETTINGS_KEYS:
+        raise _bad("settings", f"has {len(value):,} keys; a case's settings have at most {MAX_SETTINGS_KEYS}")
+    for key, item in value.items():
+        _setting_shape(key, item)
+    text = json.dumps(value, sort_keys=True)
+    if len(text) > MAX_SETTINGS_CHARS:
+        raise _bad("settings", f"is {len(text):,} characters of JSON; at most {MAX_SETTINGS_CHARS:,}")
+    if registry:
+        for key, item in value.items():
+            why = None if key == "query" else control_problem(key, item)
+            if why is not None:
+                raise _bad(f"settings.{key}", f"{why} (got {_shown(item)})")
+        known = {k: v for k, v in value.items() if k in DEFAULT_CONTROLS or k in PAGE_DEFAULTS}
+        try:
+            Config.from_dict(config_from_controls({**DEFAULT_CONTROLS, **PAGE_DEFAULTS, **known}), source="case")
+        except InputError as err:
+            raise _bad(f"settings.{err.field}", err.message) from None
+    return text
+
+
+def case_row(fields: dict, registry: bool = True) -> dict:
+    """The columns of a case from its ``fields``, each checked by the rules every saved case follows (types,
+    ranges, sizes); CaseError naming the first field that breaks one. ``created`` None means now."""
+    created = fields.get("created")
+    return {
+        "created": time.time() if created is None else _created(created), "title": _text(fields, "title"),
+        "note": _text(fields, "note"), "tag": _choice(fields, "tag", ("",) + TAGS), "name": _text(fields, "name"),
+        "sample": _optional(fields, "sample"), "trace_id": _optional(fields, "trace_id"),
+        "settings": _settings(fields.get("settings"), registry), "query": _text(fields, "query"),
+        "candidate": _optional(fields, "candidate"), "search": _text(fields, "search"),
+        "answer": _text(fields, "answer"), "page": _choice(fields, "page", PAGES, "debugger"),
+        "view": _choice(fields, "view", VIEWS),
+    }
 
 
 def new_id() -> str:
@@ -196,21 +357,10 @@ def save_case(data: bytes, fields: dict, folder: Optional[Path] = None, case_id:
     if len(data) > MAX_INPUT_BYTES:
         raise CaseError(f"the input is {len(data) / 2**20:,.1f} MB; a case holds at most "
                         f"{MAX_INPUT_BYTES // 2**20} MB")
-    settings = fields.get("settings")
-    if not isinstance(settings, dict):
-        raise CaseError("the settings must be an object")
-    name = _text(fields, "name") or "input"
-    row = {
-        "created": float(fields.get("created") or time.time()), "title": _text(fields, "title"),
-        "note": _text(fields, "note"), "tag": _text(fields, "tag"), "name": name,
-        "sample": _optional(fields, "sample"), "trace_id": _optional(fields, "trace_id"),
-        "settings": json.dumps(settings, sort_keys=True), "query": _text(fields, "query"),
-        "candidate": _optional(fields, "candidate"), "search": _text(fields, "search"),
-        "answer": _text(fields, "answer"), "page": _text(fields, "page") or "debugger",
-        "view": _text(fields, "view"),
-    }
+    row = case_row(fields)
+    row["name"] = row["name"] or "input"
     digest = hashlib.sha256(data).hexdigest()
-    with connection(folder) as conn:
+    with connection(folder, write=True) as conn:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("INSERT OR IGNORE INTO inputs (sha256, size, data, created) VALUES (?, ?, ?, ?)",
@@ -231,10 +381,29 @@ _COLUMNS = ("c.id, c.created, c.title, c.note, c.tag, c.name, c.sha256, c.sample
             "c.query, c.candidate, c.search, c.answer, c.page, c.view, i.size")
 
 
+_NAMES = tuple(c.split(".")[1] for c in _COLUMNS.split(", "))
+
+
 def _case(row) -> Case:
-    values = list(row)
-    values[9] = json.loads(values[9])
-    return Case(*values)
+    """A stored row as a Case; a row that breaks the rules (``case_row``) comes with its problem and values that
+    are safe to show, so one bad row never hides the others."""
+    values = dict(zip(_NAMES, row))
+    try:
+        settings = parse_json(values["settings"], "settings") if isinstance(values["settings"], str) else None
+    except InputError:
+        settings = None
+    try:
+        case_row({**values, "settings": settings}, registry=False)
+        problem = "" if isinstance(values["id"], str) else f"field 'id': must be text (got {_shown(values['id'])})"
+    except CaseError as err:
+        problem = str(err)
+    if not problem:
+        return Case(**{**values, "settings": settings, "created": float(values["created"])})
+    safe = {k: v if isinstance(v, str) or v is None else str(v)[:TEXT_LIMITS.get(k, 200)] for k, v in values.items()}
+    created = values["created"]
+    return Case(**{**safe, "settings": settings if isinstance(settings, dict) else {},
+                   "created": float(created) if _is_number(created) else float("nan"),
+                   "size": values["size"] if isinstance(values["size"], int) else 0, "problem": problem})
 
 
 def get_case(case_id: str, folder: Optional[Path] = None) -> Optional[Case]:
@@ -283,7 +452,7 @@ def count_inputs(folder: Optional[Path] = None) -> int:
 
 def delete_case(case_id: str, folder: Optional[Path] = None) -> bool:
     """Delete a case, and its input when no other case uses it; False when there was no such case."""
-    with connection(folder) as conn:
+    with connection(folder, write=True) as conn:
         conn.execute("BEGIN IMMEDIATE")
         try:
             row = conn.execute("SELECT sha256 FROM cases WHERE id = ?", (str(case_id),)).fetchone()
@@ -317,15 +486,17 @@ def import_case(blob: bytes, folder: Optional[Path] = None) -> str:
     """Store an exported case; returns its id here (its own id when that is free). Raises CaseError."""
     if len(blob) > MAX_INPUT_BYTES * 4 // 3 + 1_000_000:
         raise CaseError("the file is larger than any exported case can be")
-    try:
+    try:  # not parse_json: the input's base64 may be longer than any one field it reads
         body = json.loads(blob)
     except (ValueError, UnicodeDecodeError) as err:
         raise CaseError(f"not a JSON file ({err})") from None
+    except RecursionError:
+        raise CaseError("not an exported case: its JSON is nested too deeply to read") from None
     if not isinstance(body, dict) or body.get("format") != EXPORT_FORMAT:
         raise CaseError(f"not an exported case (expected \"format\": \"{EXPORT_FORMAT}\")")
     src = body.get("input")
     if not isinstance(src, dict) or not isinstance(src.get("base64"), str):
-        raise CaseError("the file holds no input")
+        raise _bad("input", "the file holds no input (an object with base64)")
     try:
         data = base64.b64decode(src["base64"], validate=True)
     except ValueError:
@@ -334,7 +505,7 @@ def import_case(blob: bytes, folder: Optional[Path] = None) -> str:
         raise CaseError("the input does not match its SHA-256: the file was changed or cut short")
     fields = {k: body.get(k) for k in ("title", "note", "tag", "sample", "trace_id", "settings", "query",
                                        "candidate", "search", "answer", "page", "view", "created")}
-    fields["name"] = src.get("name") or body.get("name")
+    fields["name"] = src.get("name") if src.get("name") is not None else body.get("name")
     case_id = body.get("id")
     valid_id = isinstance(case_id, str) and 1 <= len(case_id) <= 40 and all(
         ch.isalnum() or ch in "-_" for ch in case_id)

@@ -9,7 +9,7 @@ from typing import Optional
 
 import ctxcore
 
-from ctxcore.settings import MAX_TOKENS, SETTINGS
+from ctxcore.settings import BY_NAME, MAX_TOKENS, SETTINGS, _is_int, _is_number
 
 
 LINK_PAGE_KEYS = {"step", "lv", "a", "b"}
@@ -53,8 +53,37 @@ class LinkParam:
         value = self._value(text)
         return {self.switch: not self.word_state, self.field: value} if self.switch else {self.field: value}
 
-    def _allowed(self) -> str:
-        prefix = f"'{self.word}' or " if self.switch else ""
+    def check(self, value) -> None:
+        """ValueError (saying what is allowed) when a stored control value, as a saved case holds it, is not one
+        this parameter allows: the same rules as its link text, on the value itself."""
+        bad = ValueError(f"must be {self._allowed(switch=False)}")
+        if self.kind == "int" and not _is_int(value) or self.kind == "float" and not _is_number(value):
+            raise bad
+        if self.kind == "bool" and not isinstance(value, bool):
+            raise bad
+        if self.kind == "list" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise bad
+        if self.kind in ("choice", "tokenizer", "text") and not isinstance(value, str):
+            raise bad
+        if self.kind == "list":
+            self._value(",".join(value))
+        elif self.kind in ("int", "float"):
+            if not self._in_range(value):
+                raise bad
+        elif self.kind != "bool":
+            self._value(value)
+
+    def _in_range(self, value) -> bool:
+        setting = BY_NAME.get(self.config or "")
+        if setting is not None:  # the registry's bounds, open ends included
+            return setting.problem(value) is None
+        return self.lo <= value <= self.hi
+
+    def _allowed(self, switch: bool = True) -> str:
+        prefix = f"'{self.word}' or " if self.switch and switch else ""
+        setting = BY_NAME.get(self.config or "")
+        if setting is not None and self.kind in ("int", "float"):
+            return prefix + setting.must
         if self.kind == "int":
             return f"{prefix}a whole number from {self.lo:,.0f} to {self.hi:,.0f}"
         if self.kind == "float":
@@ -105,7 +134,7 @@ class LinkParam:
             if len(text) > self.hi:
                 raise bad
             return text
-        if not self.lo <= value <= self.hi:
+        if not self._in_range(value):
             raise bad
         return value
 
@@ -113,7 +142,7 @@ class LinkParam:
 def _setting_link(s) -> LinkParam:
     """The link parameter of one declared setting: its key, kind and range come from the declaration."""
     kind = {"encoding": "tokenizer", "overhead": "int", "share": "float"}.get(s.kind, s.kind)
-    lo, hi = s.slider or (s.lo, s.hi)
+    lo, hi = s.lo, s.hi
     if kind == "int":
         lo, hi = (0 if lo is None else lo), (MAX_TOKENS if hi is None else hi)
     elif kind == "float":
@@ -130,3 +159,20 @@ LINK_PARAMS: tuple[LinkParam, ...] = tuple(_setting_link(s) for s in SETTINGS if
     LinkParam("fates", "fates", "list", None, options=tuple(ctxcore.FATES)),
 )
 LINK_BY_KEY = {p.key: p for p in LINK_PARAMS}
+_BY_FIELD = {p.field: p for p in LINK_PARAMS}
+_SWITCHES = {p.switch for p in LINK_PARAMS if p.switch}
+
+
+def control_problem(field: str, value) -> Optional[str]:
+    """Why a stored control value (a saved case's settings) is not valid, or None; a field no control has is
+    not judged here."""
+    if field in _SWITCHES:
+        return None if isinstance(value, bool) else "must be true or false"
+    param = _BY_FIELD.get(field)
+    if param is None:
+        return None
+    try:
+        param.check(value)
+    except ValueError as err:
+        return str(err)
+    return None

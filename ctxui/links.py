@@ -14,7 +14,7 @@ from .cases import open_case
 from .inputs import use_sample
 from .linkparams import LINK_BY_KEY, LINK_PAGE_KEYS
 from .loading import sample_path, sample_paths
-from .settings import DEFAULT_CONTROLS, config_from_controls
+from .settings import DEFAULT_CONTROLS, clamp_controls, config_from_controls
 from .state import apply_config, apply_controls, init_state, link_params, store
 from .text import md_escape
 
@@ -79,7 +79,7 @@ def read_link() -> None:
             for k in bad:
                 problems.append(f"{k}={raw[k]!r}: {err.message}")
                 used.pop(k)
-    updates = {k: v for upd in used.values() for k, v in upd.items()}
+    updates, notes = clamp_controls({k: v for upd in used.values() for k, v in upd.items()})
     apply_controls(updates)
     if updates and not found:
         # No scenario: the settings are against the engine defaults and must survive the first load.
@@ -88,6 +88,8 @@ def read_link() -> None:
             keep["query"] = updates["query"]
         ss["ctx.link_pending"] = keep
     link_warning(problems)
+    if notes:
+        st.info(md_escape("This link's " + "; ".join(notes) + "."), icon=":material/tune:")
 
 
 def link_warning(problems: list[str]) -> None:

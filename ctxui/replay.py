@@ -6,12 +6,15 @@ Every number comes from :func:`ctxcore.replay.replay`; nothing here decides a fa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import tempfile
-from typing import Optional
+import time
+from typing import Iterator, Optional
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -30,17 +33,52 @@ from .theme import FATE_COLORS
 SAMPLE_LOG = SAMPLE_DIR / "replay_log.jsonl"
 RESULT = "rp.result"  # session key: the last replay (report, compact rows, the log, the settings)
 _UPLOADS = os.path.join(tempfile.gettempdir(), "ctxcore-replay-uploads")
+STALE_UPLOAD_SECONDS = 3600  # a run folder older than this was left by a process that ended mid-replay
 
 
-def saved_upload(name: str, data: bytes) -> str:
-    """An uploaded log as a file the replay can read (named by its content, so a rerun writes nothing)."""
+def sweep_uploads(folder: Optional[str] = None, now: Optional[float] = None) -> int:
+    """Remove run folders (and stray files) older than an hour from the shared upload folder; how many went.
+    A replay removes its own folder when it ends; this clears those of a server killed mid-replay."""
+    folder = folder or _UPLOADS
+    now = time.time() if now is None else now
+    gone = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime <= STALE_UPLOAD_SECONDS:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.remove(entry.path)
+            gone += 1
+        except OSError:
+            continue  # another session removed it, or it is not ours to remove
+    return gone
+
+
+@contextlib.contextmanager
+def upload_paths(upload: Optional[tuple[str, bytes]]) -> Iterator[list[str]]:
+    """An uploaded log, (name, bytes), as a file the replay can read, for the length of the ``with`` only: in a
+    folder of its own, removed afterwards whatever happens. None gives no path."""
+    if upload is None:
+        yield []
+        return
+    sweep_uploads()
     os.makedirs(_UPLOADS, exist_ok=True)
-    suffix = os.path.splitext(name)[1].lower() if name.lower().endswith((".json", ".jsonl", ".csv")) else ".jsonl"
-    path = os.path.join(_UPLOADS, hashlib.sha256(data).hexdigest()[:24] + suffix)
-    if not os.path.exists(path):
+    folder = tempfile.mkdtemp(prefix="run-", dir=_UPLOADS)
+    try:
+        name, data = upload
+        suffix = os.path.splitext(name)[1].lower() if name.lower().endswith((".json", ".jsonl", ".csv")) else ".jsonl"
+        path = os.path.join(folder, hashlib.sha256(data).hexdigest()[:24] + suffix)
         with open(path, "wb") as f:
             f.write(data)
-    return path
+        yield [path]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def settings_upload(name: str, data: bytes) -> dict:
@@ -70,18 +108,22 @@ def _compact(result: dict) -> dict:
             "cited": ", ".join(r["lost_labels"]), "baseline": r["baseline"]}
 
 
-def run(paths: list[str], new: dict, baseline: Optional[dict] = None) -> dict:
-    """Replay ``paths`` in this process with a progress bar; the result is kept in the session."""
+def run(paths: list[str], new: dict, baseline: Optional[dict] = None,
+        upload: Optional[tuple[str, bytes]] = None) -> dict:
+    """Replay ``paths`` (or an ``upload``, (name, bytes), written to a temporary file for the run only) in this
+    process with a progress bar; the result is kept in the session."""
     bar = st.progress(0.0, text="Replaying…")
     rows: list[dict] = []
 
     def moved(state: dict) -> None:
         bar.progress(min(state["fraction"], 1.0), text=f"{state['runs']:,} runs · {state['rate']:.1f} runs/s")
 
-    report = replay(paths, new, baseline, engine="inprocess", on_progress=moved,
-                    on_row=lambda result: rows.append(_compact(result)))
+    with upload_paths(upload) as uploaded:
+        report = replay(list(paths) + uploaded, new, baseline, engine="inprocess", on_progress=moved,
+                        on_row=lambda result: rows.append(_compact(result)))
     bar.progress(1.0, text=f"Done: {report['runs']:,} runs replayed")
-    result = {"report": report, "rows": rows, "paths": list(paths), "new": new, "baseline": baseline}
+    result = {"report": report, "rows": rows, "paths": list(paths), "upload": upload, "new": new,
+              "baseline": baseline}
     st.session_state[RESULT] = result
     return result
 
@@ -138,8 +180,9 @@ def run_label(result: dict, index: int) -> str:
 def open_run(result: dict, index: int, page: str) -> None:
     """Make run ``index`` the session's input, its baseline the file's settings and the new settings the
     sidebar's (Compare: A = the file's, B = the sidebar's), then switch to ``page``."""
-    item = next(i for i in items(result["paths"]) if i.index == index)
-    loaded, _, _ = load_item(item)
+    with upload_paths(result.get("upload")) as uploaded:
+        item = next(i for i in items(result["paths"] + uploaded) if i.index == index)
+        loaded, _, _ = load_item(item)
     if result["baseline"] is not None:
         loaded = with_baseline(loaded, result["baseline"])
     ss = st.session_state

@@ -13,8 +13,8 @@ SELECT_HELP = dict(BY_NAME["select"].meanings)
 SIMILARITY_HELP = dict(BY_NAME["similarity"].meanings)
 # Values a switched-off control falls back to when it is switched on again.
 OFF_VALUES = {s.name: s.off_value for s in SETTINGS if s.switch}
-# Slider ranges; a file value outside them is clamped (and the page says so).
-SLIDER_RANGES = {s.name: s.slider for s in SETTINGS if s.slider}
+# Slider ranges (the registry's bounds, see Setting.control_range); a value outside one is clamped, with a note.
+SLIDER_RANGES = {s.name: s.control_range for s in SETTINGS if s.control == "slider"}
 # the settings with a control of their own: encoding and model share the tokenizer select
 CONTROLLED = tuple(s for s in SETTINGS if s.kind not in ("encoding", "model"))
 
@@ -43,12 +43,20 @@ def controls_from_config(cfg: dict) -> tuple[dict, list[str]]:
             out[s.name] = s.off_value if off else _control_value(s, value)
         else:
             out[s.name] = _control_value(s, value)
-    notes = []
+    return clamp_controls(out)
+
+
+def clamp_controls(values: dict) -> tuple[dict, list[str]]:
+    """The control values with each slider's value pulled into its range (a slider given a value past its end
+    stops the page), and a note on each one moved."""
+    out, notes = dict(values), []
     for name, (lo, hi) in SLIDER_RANGES.items():
-        if not lo <= out[name] <= hi:
-            clamped = min(max(out[name], lo), hi)
-            notes.append(f"{name} {out[name]} is outside the control's range; using {clamped}")
-            out[name] = clamped
+        value = out.get(name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        out[name] = float(min(max(value, lo), hi))  # a float: a slider wants its value of its ends' type
+        if not lo <= value <= hi:
+            notes.append(f"{name} {value} is outside the control's range ({lo:g} to {hi:g}); using {out[name]:g}")
     return out, notes
 
 

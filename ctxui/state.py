@@ -142,7 +142,7 @@ def link_params() -> dict[str, str]:
       case      a saved case on this server, by id (its input, settings and view; see ctxui.cases)
       tok       tokenizer: an encoding (cl100k_base, o200k_base) or a model name (gpt-4o, …)
       win       context window (tokens)              out     max output reserved for the answer (tokens)
-      safety    safety margin, 0–0.9                 hist    history share, 0–1, or auto
+      safety    safety margin, 0–0.99                hist    history share, 0–1, or auto
       budget    direct docs budget (tokens) or off   fixed   fixed-block tokens on the budget page
       min       minimum score, or off                nd      near-duplicate threshold 0.01–1, or off
       unsc      drop unscored candidates when min is set, 1/0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pandas as pd
 import streamlit as st
@@ -230,12 +231,45 @@ def _as_text_config(cfg):
     return st.column_config.TextColumn(label, help=help_text, width=width)
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def spreadsheet_safe(value):
+    """A CSV cell a spreadsheet opens as the text it is: text starting like a formula (=, +, -, @, tab, CR) gets
+    a leading single quote, as OWASP advises; numbers, and text that is only a number ("-3"), stay as they are.
+    Chunk text is data: it must never run as a formula on the machine of whoever opens the download."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def table_csv(df: pd.DataFrame) -> bytes:
+    """A table as UTF-8 CSV (with a BOM, so spreadsheets read the encoding), every text cell spreadsheet-safe,
+    column names too."""
+    safe = df.copy()
+    for col in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[col]) and not pd.api.types.is_datetime64_any_dtype(safe[col]):
+            safe[col] = safe[col].astype(object).map(spreadsheet_safe)
+    safe.columns = [spreadsheet_safe(str(c)) for c in safe.columns]
+    return safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8-sig")
+
+
+def csv_button(df: pd.DataFrame, key: str, columns=None) -> None:
+    """Download a table as CSV (spreadsheet-safe; the table toolbar's own export is switched off in
+    .streamlit/config.toml, since it writes formulas as they are). Made when clicked, not on every run."""
+    st.download_button("Download as CSV", lambda: table_csv(blank_missing(df[list(columns or df.columns)])),
+                       file_name=f"{key.replace('.', '-')}.csv",
+                       mime="text/csv", key=f"{key}.csv", on_click="ignore", icon=":material/download:",
+                       type="tertiary")
+
+
 def readable_table(df: pd.DataFrame, *, key: str, reason=None, column_config=None,
                    styled: tuple = (), formats: dict | None = None, max_height: int = 520,
-                   reason_width: int = REASON_WIDTH, **kwargs):
+                   reason_width: int = REASON_WIDTH, csv: bool = True, **kwargs):
     """st.dataframe with every missing cell blank, its ``reason`` column wrapped to its full text (each row as
     tall as the longest reason needs; a click on a cell also shows it whole), and the fate colour on the
-    ``styled`` columns."""
+    ``styled`` columns; below it a spreadsheet-safe CSV download (``csv``)."""
     shown = blank_missing(df, formats)
     config = dict(column_config or {})
     for col in df.columns:
@@ -253,5 +287,8 @@ def readable_table(df: pd.DataFrame, *, key: str, reason=None, column_config=Non
     data = shown.style.map(_fate_style, subset=list(styled)) if styled and len(shown) <= MAX_PICKER else shown
     rows = max(len(df), 1)
     height = min(38 + (row_height or 35) * rows + 2, max_height)
-    return st.dataframe(data, column_config=config, hide_index=True, width="stretch", height=height,
-                        row_height=row_height, key=key, **kwargs)
+    shown_table = st.dataframe(data, column_config=config, hide_index=True, width="stretch", height=height,
+                               row_height=row_height, key=key, **kwargs)
+    if csv:
+        csv_button(df, key, kwargs.get("column_order"))
+    return shown_table

@@ -39,10 +39,10 @@ if which != "The sidebar's" and settings_file is None:
     st.stop()
 st.caption("New settings: " + ctxui.md_escape(", ".join(f"{k}={v}" for k, v in new.items())))
 
-paths = [rp.saved_upload(upload.name, upload.getvalue())] if upload is not None else \
-    [str(rp.SAMPLE_LOG)] if source == "Sample log" else []
-if st.button("Replay", type="primary", key="rp.run", disabled=not paths):
-    rp.run(paths, new)
+paths = [str(rp.SAMPLE_LOG)] if source == "Sample log" else []
+uploaded = (upload.name, upload.getvalue()) if upload is not None else None  # a temporary file for the run only
+if st.button("Replay", type="primary", key="rp.run", disabled=not (paths or uploaded)):
+    rp.run(paths, new, upload=uploaded)
 
 result = ss.get(rp.RESULT)
 if result is None:
