@@ -83,7 +83,7 @@ class LinkParam:
         prefix = f"'{self.word}' or " if self.switch and switch else ""
         setting = BY_NAME.get(self.config or "")
         if setting is not None and self.kind in ("int", "float"):
-            return prefix + setting.must
+            return setting.must if f"'{self.word}'" in setting.must else prefix + setting.must
         if self.kind == "int":
             return f"{prefix}a whole number from {self.lo:,.0f} to {self.hi:,.0f}"
         if self.kind == "float":

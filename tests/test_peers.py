@@ -195,7 +195,7 @@ def test_history_share_controls_and_link():
     assert hist.decode("auto") == {"history_auto": True}
     assert hist.decode("0.3") == {"history_auto": False, "history_share": 0.3}
     assert hist.encode({"history_auto": True, "history_share": 0.4}) == "auto"
-    with pytest.raises(ValueError, match="'auto' or a number from 0 to 1"):
+    with pytest.raises(ValueError, match="^must be a fraction from 0 to 1 or 'auto'$"):
         hist.decode("2")
 
 
