@@ -53,6 +53,18 @@ def is_span(obj) -> bool:
     return False
 
 
+# the top-level fields parse_spans reads (a dotted column such as ``context.span_id`` by its first part)
+_READ = frozenset({"context", "trace_id", "traceId", "span_id", "spanId", "parent_id", "parentId", "parent_span_id",
+                   "parentSpanId", "name", "span_kind", "spanKind", "start_time", "startTime", "startTimeUnixNano",
+                   "start_time_unix_nano", "end_time", "endTime", "endTimeUnixNano", "end_time_unix_nano",
+                   "attributes"})
+
+
+def read_column(name: str) -> bool:
+    """Whether a table column is one parse_spans reads (a table reader need not decode the others)."""
+    return name.split(".", 1)[0] in _READ
+
+
 _INDEX_FIELD = "context.span_id"  # the index of get_spans_dataframe()
 _PANDAS_INDEX = "__index_level_"  # how pyarrow stores an unnamed (or clashing) pandas index
 
