@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from ...errors import InputError
 from ..limits import MAX_KEYS, MAX_SPANS
+from ..reading import NotJson, parse_json
 from .genai import convention, to_openinference
 from .values import as_str, attribute_pairs, dig, finish, first, put
 
@@ -145,6 +146,29 @@ def span_records(data, source: str = "input") -> Optional[list]:
     return [data] if is_span(data) else None
 
 
+def _pairs(value, source: str, i: int) -> list:
+    """The attribute pairs of one span; an ``attributes`` JSON string is checked like a file's JSON
+    (a string nested 50,000 deep is one line, not a crash)."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            value = parse_json(value, source)
+        except NotJson:
+            return []
+        except InputError as err:
+            raise InputError(f"its JSON string: {err.message}", source=source,
+                             field=f"spans[{i}].attributes" + (f".{err.field}" if err.field else "")) from None
+    return attribute_pairs(value)
+
+
+def _put(node: dict, key: str, value, source: str, where: str) -> None:
+    """One attribute put in place; too deep a nest is refused naming the span and the key."""
+    try:
+        put(node, key.split("."), value)
+    except InputError as err:
+        field = where + key
+        raise InputError(err.message, source=source, field=field if len(field) <= 80 else field[:77] + "...") from None
+
+
 def parse_spans(records: list, source: str) -> list[Span]:
     """Every span record in one shape; each record is read once, so the time is linear in the file."""
     if len(records) > MAX_SPANS:
@@ -156,7 +180,7 @@ def parse_spans(records: list, source: str) -> list[Span]:
                              field=f"spans[{i}]")
         top: dict = {}
         attrs: dict = {}
-        pairs = attribute_pairs(raw.get("attributes")) if "attributes" in raw else []
+        pairs = _pairs(raw.get("attributes"), source, i) if "attributes" in raw else []
         if len(raw) + len(pairs) > MAX_KEYS:
             raise InputError(f"span {i + 1} has {len(raw) + len(pairs)} keys and attributes; the limit is {MAX_KEYS}",
                              source=source, field=f"spans[{i}]")
@@ -166,11 +190,11 @@ def parse_spans(records: list, source: str) -> list[Span]:
                 continue
             if key == "attributes":
                 for k, v in pairs:
-                    put(attrs, str(k).split("."), v)
+                    _put(attrs, str(k), v, source, f"spans[{i}].attributes.")
             elif key.startswith("attributes."):
-                put(attrs, key[len("attributes."):].split("."), value)
+                _put(attrs, key[len("attributes."):], value, source, f"spans[{i}].attributes.")
             else:
-                put(top, key.split("."), value)
+                _put(top, key, value, source, f"spans[{i}].")
         top, attrs = finish(top), finish(attrs)
         top = top if isinstance(top, dict) else {}
         attrs = attrs if isinstance(attrs, dict) else {}
