@@ -25,11 +25,13 @@ from ..io.formats import FAMILIES, family_of
 from ..io.formats.langfuse import LANGFUSE
 from ..io.formats.openinference import OPENINFERENCE
 from ..io.formats.spans import parse_spans, span_records
+from ..io.limits import MAX_BYTES
 from ..io.loaded import Loaded
 from ..io.loaders import from_object, load
 from ..io.reading import decode, parse_json, parse_text, too_big
 
 SUFFIXES = (".json", ".jsonl", ".csv")
+_CHUNK = 1 << 20  # how much of an over-long line is held at once while it is skipped
 _BY_NAME = {f.name: f for f in FAMILIES}
 
 
@@ -114,12 +116,12 @@ def _file(path: str):
     """(kind, source, payload, run_id, time, bytes read) for each run of one file."""
     try:
         with open(path, "rb") as f:
-            head, looked = None, 0
+            head, looked, lines = None, 0, _bounded_lines(f)
             while head is None and looked < 5:  # a broken first line does not hide what the log holds
-                line = f.readline()
-                if not line:
+                _, line, _ = next(lines, (0, b"", 0))
+                if line == b"":
                     break
-                if line.strip():
+                if line is None or line.strip():
                     head, looked = _parsed(line), looked + 1
                     if head is None and not path.lower().endswith(".jsonl"):
                         break
@@ -134,7 +136,36 @@ def _file(path: str):
     yield from _whole(path)
 
 
-def _parsed(line: bytes):
+def _bounded_lines(f, limit: int = MAX_BYTES):
+    """(line number, the line's bytes, its length) for each line of ``f``; a line longer than ``limit``
+    comes as None, skipped to its end a chunk at a time, so it is never held whole."""
+    n = 0
+    while True:
+        raw = f.readline(limit + 1)
+        if not raw:
+            return
+        n += 1
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield n, raw, len(raw)
+            continue
+        size = len(raw)
+        del raw
+        while True:
+            chunk = f.read(_CHUNK)
+            cut = chunk.find(b"\n")
+            if cut >= 0:
+                f.seek(cut + 1 - len(chunk), os.SEEK_CUR)  # the next line starts after the newline
+                size += cut + 1
+                break
+            size += len(chunk)
+            if not chunk:
+                break
+        yield n, None, size
+
+
+def _parsed(line: Optional[bytes]):
+    if line is None:
+        return None
     try:
         value = json.loads(line)
     except ValueError:
@@ -144,9 +175,12 @@ def _parsed(line: bytes):
 
 def _lines(f, path: str):
     at = 0
-    for n, raw in enumerate(f, 1):
-        at += len(raw)
-        if raw.strip():
+    for n, raw, size in _bounded_lines(f):
+        at += size
+        if raw is None:
+            reason = f"the line is {size / 1e6:.1f} MB; the limit is {MAX_BYTES // 2**20} MB a line"
+            yield "error", f"{path}:{n}", reason, None, None, at
+        elif raw.strip():
             source = f"{path}:{n}"
             try:
                 yield "line", source, decode(raw, source).rstrip("\r\n"), None, None, at
