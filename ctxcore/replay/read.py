@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional
 
@@ -53,23 +54,49 @@ class Item:
 
 
 def expand(paths: Iterable[str]) -> Iterator[tuple[str, Optional[str]]]:
-    """(file, None) for every file the arguments name, in order; (argument, reason) for one naming none."""
+    """(file, None) for every file the arguments name, in order, each real file once however many
+    links or loops reach it; (argument or file, reason) for one naming none, or naming what is not a
+    regular file (a FIFO would block the read forever)."""
+    seen: set = set()
     for p in map(os.fspath, paths):
         if os.path.isdir(p):
             found = sorted(os.path.join(root, f) for root, _, files in os.walk(p) for f in files
                            if f.lower().endswith(SUFFIXES))
             if not found:
                 yield p, "the directory holds no .json, .jsonl or .csv file"
-            yield from ((f, None) for f in found)
-        elif os.path.isfile(p):
-            yield p, None
+        elif os.path.lexists(p):
+            found = [p]
         elif glob.has_magic(p):
-            found = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
+            found = sorted(f for f in glob.glob(p, recursive=True) if not os.path.isdir(f))
             if not found:
                 yield p, "no file matches this pattern"
-            yield from ((f, None) for f in found)
         else:
             yield p, "no such file or directory"
+            continue
+        for f in found:
+            reason = _skip(f, seen)
+            if reason != _AGAIN:
+                yield f, reason
+
+
+_AGAIN = "a file already named"
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def _skip(path: str, seen: set) -> Optional[str]:
+    """Why ``path`` is not read (None: it is a regular file not met before; _AGAIN: it was met)."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        return f"cannot read the file ({err.strerror})"
+    if (st.st_dev, st.st_ino) in seen:
+        return _AGAIN
+    seen.add((st.st_dev, st.st_ino))
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
+        return f"skipped: {kind}, not a regular file"
+    return None
 
 
 def total_bytes(paths: Iterable[str]) -> int:
