@@ -73,30 +73,35 @@ def expand(paths: Iterable[str]) -> Iterator[tuple[str, Optional[str]]]:
         else:
             yield p, "no such file or directory"
             continue
-        for f in found:
-            reason = _skip(f, seen)
-            if reason != _AGAIN:
-                yield f, reason
+        yield from _once(found, seen)
 
 
-_AGAIN = "a file already named"
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
 
 
-def _skip(path: str, seen: set) -> Optional[str]:
-    """Why ``path`` is not read (None: it is a regular file not met before; _AGAIN: it was met)."""
+def _once(found: list[str], seen: set) -> list[tuple[str, Optional[str]]]:
+    """Each real file of ``found`` not met before, once, by its shortest path, in name order, with
+    why it is not read (None: a regular file)."""
+    picked: dict = {}
+    for f in found:
+        key, reason = _identity(f)
+        if key not in seen and (key not in picked or len(f) < len(picked[key][0])):
+            picked[key] = (f, reason)
+    seen.update(picked)
+    return sorted(picked.values())
+
+
+def _identity(path: str) -> tuple[tuple, Optional[str]]:
+    """(what tells this file from every other: device and inode, why it is not read or None)."""
     try:
         st = os.stat(path)
     except OSError as err:
-        return f"cannot read the file ({err.strerror})"
-    if (st.st_dev, st.st_ino) in seen:
-        return _AGAIN
-    seen.add((st.st_dev, st.st_ino))
+        return ("path", path), f"cannot read the file ({err.strerror})"
     if not stat.S_ISREG(st.st_mode):
         kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
-        return f"skipped: {kind}, not a regular file"
-    return None
+        return (st.st_dev, st.st_ino), f"skipped: {kind}, not a regular file"
+    return (st.st_dev, st.st_ino), None
 
 
 def total_bytes(paths: Iterable[str]) -> int:
