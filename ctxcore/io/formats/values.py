@@ -291,6 +291,33 @@ def listing(items: list[str], most: int = 8) -> str:
     return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
+def cycle_cuts(items: list, by_id: dict, parent_of) -> list:
+    """The items whose parent link closes a cycle of parents (A under B under A, or A under itself),
+    one per cycle: read as roots, a cycle hides no span. Linear: each item is walked once."""
+    done: set = set()
+    cuts = []
+    for item in items:
+        path, on_path, node = [], set(), item
+        while node is not None and id(node) not in done:
+            if id(node) in on_path:
+                cuts.append(path[-1])
+                break
+            on_path.add(id(node))
+            path.append(node)
+            node = by_id.get(parent_of(node))
+        done.update(on_path)
+    return cuts
+
+
+def acyclic(items: list, by_id: dict, parent_of, what: str, warnings: list[str]):
+    """``parent_of`` with every cycle of parents cut (the cut item is a root), and a warning for each cut."""
+    cut = {id(x) for x in cycle_cuts(items, by_id, parent_of)}
+    for x in items:
+        if id(x) in cut:
+            warnings.append(f"{what(x)}: its parent {parent_of(x)} closes a cycle of parents; read as a root")
+    return lambda x: None if id(x) in cut else parent_of(x)
+
+
 def outermost(members: list, by_id: dict, parent_of) -> list:
     """``members`` without those nested under another member. Linear: each ancestor chain is
     walked once and remembered, however many members sit below it."""
