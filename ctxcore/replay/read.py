@@ -14,6 +14,7 @@ in a worker process when there are workers. A file or line that cannot be read b
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
@@ -66,6 +67,8 @@ def expand(paths: Iterable[str]) -> Iterator[tuple[str, Optional[str]]]:
                 yield p, "the directory holds no .json, .jsonl or .csv file"
         elif os.path.lexists(p):
             found = [p]
+            yield from _once(found, seen, walked=False)
+            continue
         elif glob.has_magic(p):
             found = sorted(f for f in glob.glob(p, recursive=True) if not os.path.isdir(f))
             if not found:
@@ -73,19 +76,23 @@ def expand(paths: Iterable[str]) -> Iterator[tuple[str, Optional[str]]]:
         else:
             yield p, "no such file or directory"
             continue
-        yield from _once(found, seen)
+        yield from _once(found, seen, walked=True)
 
 
+_LOOP = ("loop",)  # the identity of a path too deep in a symlink loop to open
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
 
 
-def _once(found: list[str], seen: set) -> list[tuple[str, Optional[str]]]:
+def _once(found: list[str], seen: set, walked: bool) -> list[tuple[str, Optional[str]]]:
     """Each real file of ``found`` not met before, once, by its shortest path, in name order, with
-    why it is not read (None: a regular file)."""
+    why it is not read (None: a regular file). A ``walked`` path too deep in a symlink loop to open
+    names a file the walk met by a shorter path, and is passed over."""
     picked: dict = {}
     for f in found:
         key, reason = _identity(f)
+        if walked and key == _LOOP:
+            continue
         if key not in seen and (key not in picked or len(f) < len(picked[key][0])):
             picked[key] = (f, reason)
     seen.update(picked)
@@ -97,7 +104,7 @@ def _identity(path: str) -> tuple[tuple, Optional[str]]:
     try:
         st = os.stat(path)
     except OSError as err:
-        return ("path", path), f"cannot read the file ({err.strerror})"
+        return _LOOP if err.errno == errno.ELOOP else ("path", path), f"cannot read the file ({err.strerror})"
     if not stat.S_ISREG(st.st_mode):
         kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
         return (st.st_dev, st.st_ino), f"skipped: {kind}, not a regular file"
@@ -170,29 +177,33 @@ def _file(path: str):
 
 def _bounded_lines(f, limit: int = MAX_BYTES):
     """(line number, the line's bytes, its length) for each line of ``f``; a line longer than ``limit``
-    comes as None, skipped to its end a chunk at a time, so it is never held whole."""
+    comes as None. A long line is measured a chunk at a time before it is read, so one over the limit is
+    never held, and one under it is held once."""
     n = 0
     while True:
-        raw = f.readline(limit + 1)
+        start = f.tell()
+        raw = f.readline(_CHUNK)
         if not raw:
             return
         n += 1
-        if len(raw) <= limit or raw.endswith(b"\n"):
-            yield n, raw, len(raw)
+        if raw.endswith(b"\n") or len(raw) < _CHUNK:
+            yield (n, raw, len(raw)) if len(raw) <= limit + 1 else (n, None, len(raw))
             continue
         size = len(raw)
         del raw
         while True:
             chunk = f.read(_CHUNK)
             cut = chunk.find(b"\n")
-            if cut >= 0:
-                f.seek(cut + 1 - len(chunk), os.SEEK_CUR)  # the next line starts after the newline
-                size += cut + 1
+            size += cut + 1 if cut >= 0 else len(chunk)
+            if cut >= 0 or len(chunk) < _CHUNK:
                 break
-            size += len(chunk)
-            if not chunk:
-                break
-        yield n, None, size
+        del chunk
+        f.seek(start + size)
+        if size > limit + 1:  # its newline aside, longer than the limit
+            yield n, None, size
+            continue
+        f.seek(start)
+        yield n, f.read(size), size
 
 
 def _parsed(line: Optional[bytes]):

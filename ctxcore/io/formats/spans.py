@@ -155,9 +155,14 @@ def _pairs(value, source: str, i: int) -> list:
         except NotJson:
             return []
         except InputError as err:
-            raise InputError(f"its JSON string: {err.message}", source=source,
-                             field=f"spans[{i}].attributes" + (f".{err.field}" if err.field else "")) from None
+            inner = err.field or ""
+            field = f"spans[{i}].attributes" + ("." + inner if inner and not inner.startswith("[") else inner)
+            raise InputError(f"its JSON string: {err.message}", source=source, field=_short(field)) from None
     return attribute_pairs(value)
+
+
+def _short(field: str) -> str:
+    return field if len(field) <= 80 else field[:77] + "..."
 
 
 def _put(node: dict, key: str, value, source: str, where: str) -> None:
@@ -165,8 +170,7 @@ def _put(node: dict, key: str, value, source: str, where: str) -> None:
     try:
         put(node, key.split("."), value)
     except InputError as err:
-        field = where + key
-        raise InputError(err.message, source=source, field=field if len(field) <= 80 else field[:77] + "...") from None
+        raise InputError(err.message, source=source, field=_short(where + key)) from None
 
 
 def parse_spans(records: list, source: str) -> list[Span]:
