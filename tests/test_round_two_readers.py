@@ -131,8 +131,12 @@ def test_the_metadata_refuses_before_decoding_when_the_pages_alone_are_too_big(t
     assert "would decode to at least 0 MB; the limit is 0 MB" in str(err.value)
 
 
-def test_the_decoded_limit_is_stated():
-    assert MAX_DECODED_BYTES == 256 * 2**20
+def test_the_new_limits_are_in_the_readme_table():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("## Limits"):readme.index("\n## ", readme.index("## Limits") + 5)]
+    assert MAX_DECODED_BYTES == 256 * 2**20 and "| 256 MB | `ctxcore/io/limits.py` `MAX_DECODED_BYTES` |" in table
+    assert f"| {MAX_VALUES:,} | `ctxcore/io/limits.py` `MAX_VALUES` |" in table
+    assert "| one line of a replayed JSONL log | 64 MB (`MAX_BYTES`) |" in table and MAX_BYTES == 64 * 2**20
 
 
 def test_a_json_text_of_empty_objects_is_refused_before_parsing(tmp_path):
