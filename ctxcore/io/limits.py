@@ -8,3 +8,5 @@ MAX_SPANS = 200_000  # spans, observations or table rows of one logged-trace fil
 MAX_KEYS = 10_000  # keys of one span (its attributes flattened) or columns of one exported table
 MAX_DEPTH = 100  # levels of nested lists and objects; the readers below recurse once or twice per level
 MAX_FIELD_CHARS = 8 * 1024 * 1024  # one string value: about two million tokens, past any context window
+MAX_DECODED_BYTES = 256 * 1024 * 1024  # a compressed table (parquet) once decoded, each repeated value counted
+MAX_VALUES = 4_000_000  # values of one text file, counted before parsing by its commas, brackets and lines

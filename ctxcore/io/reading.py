@@ -14,7 +14,7 @@ import re
 from typing import Any, Callable, Optional, Union
 
 from ..errors import InputError
-from .limits import MAX_BYTES, MAX_CANDIDATES, MAX_DEPTH, MAX_FIELD_CHARS
+from .limits import MAX_BYTES, MAX_CANDIDATES, MAX_DEPTH, MAX_FIELD_CHARS, MAX_VALUES
 
 TRUST = ("system", "developer", "retrieved", "user", "tool")
 KNOWN = ("id", "text", "score", "doc_id", "chunk_index", "title", "section", "date", "version",
@@ -49,7 +49,20 @@ def decode(data: bytes, source: str = "input") -> str:
     if "\x00" in text:
         raise InputError("binary data (NUL bytes), not a text file", source=source,
                          line=text[: text.index("\x00")].count("\n") + 1)
+    too_dense(text, source)
     return text
+
+
+def too_dense(text: str, source: str) -> None:
+    """Refuse a text whose values would take many times its size once parsed (``[{},{},...]``: a
+    3-byte object costs Python about 70 bytes). Values are counted before parsing, from the commas,
+    opening brackets and line breaks (a count that can only be too high)."""
+    if len(text) <= MAX_VALUES:
+        return  # too short to hold more values than the limit
+    count = text.count(",") + text.count("{") + text.count("[") + text.count("\n")
+    if count > MAX_VALUES:
+        raise InputError(f"{count:,} values (commas, brackets and lines); the limit is {MAX_VALUES:,} (a text this "
+                         f"dense takes many times its size in memory once parsed)", source=source)
 
 
 def _path_to(data, test) -> str:

@@ -14,9 +14,11 @@ in a worker process when there are workers. A file or line that cannot be read b
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional
 
@@ -25,11 +27,13 @@ from ..io.formats import FAMILIES, family_of
 from ..io.formats.langfuse import LANGFUSE
 from ..io.formats.openinference import OPENINFERENCE
 from ..io.formats.spans import parse_spans, span_records
+from ..io.limits import MAX_BYTES
 from ..io.loaded import Loaded
 from ..io.loaders import from_object, load
 from ..io.reading import decode, parse_json, parse_text, too_big
 
 SUFFIXES = (".json", ".jsonl", ".csv")
+_CHUNK = 1 << 20  # how much of an over-long line is held at once while it is skipped
 _BY_NAME = {f.name: f for f in FAMILIES}
 
 
@@ -51,23 +55,60 @@ class Item:
 
 
 def expand(paths: Iterable[str]) -> Iterator[tuple[str, Optional[str]]]:
-    """(file, None) for every file the arguments name, in order; (argument, reason) for one naming none."""
+    """(file, None) for every file the arguments name, in order, each real file once however many
+    links or loops reach it; (argument or file, reason) for one naming none, or naming what is not a
+    regular file (a FIFO would block the read forever)."""
+    seen: set = set()
     for p in map(os.fspath, paths):
         if os.path.isdir(p):
             found = sorted(os.path.join(root, f) for root, _, files in os.walk(p) for f in files
                            if f.lower().endswith(SUFFIXES))
             if not found:
                 yield p, "the directory holds no .json, .jsonl or .csv file"
-            yield from ((f, None) for f in found)
-        elif os.path.isfile(p):
-            yield p, None
+        elif os.path.lexists(p):
+            found = [p]
+            yield from _once(found, seen, walked=False)
+            continue
         elif glob.has_magic(p):
-            found = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
+            found = sorted(f for f in glob.glob(p, recursive=True) if not os.path.isdir(f))
             if not found:
                 yield p, "no file matches this pattern"
-            yield from ((f, None) for f in found)
         else:
             yield p, "no such file or directory"
+            continue
+        yield from _once(found, seen, walked=True)
+
+
+_LOOP = ("loop",)  # the identity of a path too deep in a symlink loop to open
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def _once(found: list[str], seen: set, walked: bool) -> list[tuple[str, Optional[str]]]:
+    """Each real file of ``found`` not met before, once, by its shortest path, in name order, with
+    why it is not read (None: a regular file). A ``walked`` path too deep in a symlink loop to open
+    names a file the walk met by a shorter path, and is passed over."""
+    picked: dict = {}
+    for f in found:
+        key, reason = _identity(f)
+        if walked and key == _LOOP:
+            continue
+        if key not in seen and (key not in picked or len(f) < len(picked[key][0])):
+            picked[key] = (f, reason)
+    seen.update(picked)
+    return sorted(picked.values())
+
+
+def _identity(path: str) -> tuple[tuple, Optional[str]]:
+    """(what tells this file from every other: device and inode, why it is not read or None)."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        return _LOOP if err.errno == errno.ELOOP else ("path", path), f"cannot read the file ({err.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
+        return (st.st_dev, st.st_ino), f"skipped: {kind}, not a regular file"
+    return (st.st_dev, st.st_ino), None
 
 
 def total_bytes(paths: Iterable[str]) -> int:
@@ -114,12 +155,12 @@ def _file(path: str):
     """(kind, source, payload, run_id, time, bytes read) for each run of one file."""
     try:
         with open(path, "rb") as f:
-            head, looked = None, 0
+            head, looked, lines = None, 0, _bounded_lines(f)
             while head is None and looked < 5:  # a broken first line does not hide what the log holds
-                line = f.readline()
-                if not line:
+                _, line, _ = next(lines, (0, b"", 0))
+                if line == b"":
                     break
-                if line.strip():
+                if line is None or line.strip():
                     head, looked = _parsed(line), looked + 1
                     if head is None and not path.lower().endswith(".jsonl"):
                         break
@@ -134,7 +175,40 @@ def _file(path: str):
     yield from _whole(path)
 
 
-def _parsed(line: bytes):
+def _bounded_lines(f, limit: int = MAX_BYTES):
+    """(line number, the line's bytes, its length) for each line of ``f``; a line longer than ``limit``
+    comes as None. A long line is measured a chunk at a time before it is read, so one over the limit is
+    never held, and one under it is held once."""
+    n = 0
+    while True:
+        start = f.tell()
+        raw = f.readline(_CHUNK)
+        if not raw:
+            return
+        n += 1
+        if raw.endswith(b"\n") or len(raw) < _CHUNK:
+            yield (n, raw, len(raw)) if len(raw) <= limit + 1 else (n, None, len(raw))
+            continue
+        size = len(raw)
+        del raw
+        while True:
+            chunk = f.read(_CHUNK)
+            cut = chunk.find(b"\n")
+            size += cut + 1 if cut >= 0 else len(chunk)
+            if cut >= 0 or len(chunk) < _CHUNK:
+                break
+        del chunk
+        f.seek(start + size)
+        if size > limit + 1:  # its newline aside, longer than the limit
+            yield n, None, size
+            continue
+        f.seek(start)
+        yield n, f.read(size), size
+
+
+def _parsed(line: Optional[bytes]):
+    if line is None:
+        return None
     try:
         value = json.loads(line)
     except ValueError:
@@ -144,9 +218,12 @@ def _parsed(line: bytes):
 
 def _lines(f, path: str):
     at = 0
-    for n, raw in enumerate(f, 1):
-        at += len(raw)
-        if raw.strip():
+    for n, raw, size in _bounded_lines(f):
+        at += size
+        if raw is None:
+            reason = f"the line is {size / 1e6:.1f} MB; the limit is {MAX_BYTES // 2**20} MB a line"
+            yield "error", f"{path}:{n}", reason, None, None, at
+        elif raw.strip():
             source = f"{path}:{n}"
             try:
                 yield "line", source, decode(raw, source).rstrip("\r\n"), None, None, at

@@ -17,7 +17,8 @@ from .messages import (content_text, count_docs_in, joined, message_text, query_
                        stated_limits, text_of)
 from .runs import pick, run_rows
 from .spans import is_span
-from .values import as_int, as_number, as_str, epoch_seconds, first, iso_time, json_value, listing, outermost, time_order
+from .values import (acyclic, as_int, as_number, as_str, epoch_seconds, first, iso_time, json_value, listing,
+                     outermost, time_order)
 
 LANGFUSE = "langfuse"
 
@@ -193,8 +194,8 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: O
     by_id = {as_str(o.get("id")): o for o in obs if as_str(o.get("id")) is not None}
 
     place = {id(o): i for i, o in enumerate(obs)}
-    retrievers = outermost([o for o in obs if _lf_is_retriever(o)], by_id,
-                           lambda o: as_str(o.get("parentObservationId")))
+    parent = acyclic(obs, by_id, lambda o: as_str(o.get("parentObservationId")), _lf_name, warnings)
+    retrievers = outermost([o for o in obs if _lf_is_retriever(o)], by_id, parent)
     if not retrievers:
         kinds = list(dict.fromkeys(_lf_name(o) for o in obs))
         raise InputError(f"no RETRIEVER observation (or span named like 'retrieve…') with documents; found: "

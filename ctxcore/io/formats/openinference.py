@@ -16,7 +16,8 @@ from .messages import (content_text, count_docs_in, joined, message_text, query_
                        stated_limits, text_of)
 from .runs import GAP_SECONDS, by_time, first_start, links_lost, pick, run_rows, span_rows, window
 from .spans import Span, parse_spans, span_records
-from .values import as_int, as_str, dig, epoch_seconds, first, json_value, listing, outermost, time_order
+from .values import (acyclic, as_int, as_str, dig, epoch_seconds, first, json_value, listing, outermost,
+                     time_order)
 
 OPENINFERENCE = "openinference"
 
@@ -96,7 +97,8 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
     place = {id(s): i for i, s in enumerate(ordered)}
     by_id = {s.span_id: s for s in trace if s.span_id is not None}
     found = [s for s in ordered if _is_retriever(s)]
-    retrievers = outermost(found, by_id, lambda s: s.parent_id)
+    parent = acyclic(ordered, by_id, lambda s: s.parent_id, lambda s: f"the {s.label()} span", warnings)
+    retrievers = outermost(found, by_id, parent)
     rerankers = [s for s in ordered if _is_reranker(s)]
     if not retrievers and not rerankers:
         scope = trace if trace_id is not None else spans
@@ -141,7 +143,7 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
     all_docs = retrieved + rer_in + (rer_out or [])
 
     # the question
-    roots = [s for s in ordered if s.parent_id is None or s.parent_id not in by_id]
+    roots = [s for s in ordered if parent(s) is None or parent(s) not in by_id]
     root = roots[0] if roots else (ordered[0] if ordered else None)
     query_source = None
     query = query_from(dig(reranker.attrs, "reranker", "query")) if reranker is not None else None

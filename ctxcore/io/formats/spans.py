@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from ...errors import InputError
 from ..limits import MAX_KEYS, MAX_SPANS
+from ..reading import NotJson, parse_json
 from .genai import convention, to_openinference
 from .values import as_str, attribute_pairs, dig, finish, first, put
 
@@ -51,6 +52,18 @@ def is_span(obj) -> bool:
     if isinstance(attrs, list):
         return any(isinstance(a, dict) and a.get("key") == "openinference.span.kind" for a in attrs)
     return False
+
+
+# the top-level fields parse_spans reads (a dotted column such as ``context.span_id`` by its first part)
+_READ = frozenset({"context", "trace_id", "traceId", "span_id", "spanId", "parent_id", "parentId", "parent_span_id",
+                   "parentSpanId", "name", "span_kind", "spanKind", "start_time", "startTime", "startTimeUnixNano",
+                   "start_time_unix_nano", "end_time", "endTime", "endTimeUnixNano", "end_time_unix_nano",
+                   "attributes"})
+
+
+def read_column(name: str) -> bool:
+    """Whether a table column is one parse_spans reads (a table reader need not decode the others)."""
+    return name.split(".", 1)[0] in _READ
 
 
 _INDEX_FIELD = "context.span_id"  # the index of get_spans_dataframe()
@@ -133,6 +146,33 @@ def span_records(data, source: str = "input") -> Optional[list]:
     return [data] if is_span(data) else None
 
 
+def _pairs(value, source: str, i: int) -> list:
+    """The attribute pairs of one span; an ``attributes`` JSON string is checked like a file's JSON
+    (a string nested 50,000 deep is one line, not a crash)."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            value = parse_json(value, source)
+        except NotJson:
+            return []
+        except InputError as err:
+            inner = err.field or ""
+            field = f"spans[{i}].attributes" + ("." + inner if inner and not inner.startswith("[") else inner)
+            raise InputError(f"its JSON string: {err.message}", source=source, field=_short(field)) from None
+    return attribute_pairs(value)
+
+
+def _short(field: str) -> str:
+    return field if len(field) <= 80 else field[:77] + "..."
+
+
+def _put(node: dict, key: str, value, source: str, where: str) -> None:
+    """One attribute put in place; too deep a nest is refused naming the span and the key."""
+    try:
+        put(node, key.split("."), value)
+    except InputError as err:
+        raise InputError(err.message, source=source, field=_short(where + key)) from None
+
+
 def parse_spans(records: list, source: str) -> list[Span]:
     """Every span record in one shape; each record is read once, so the time is linear in the file."""
     if len(records) > MAX_SPANS:
@@ -144,7 +184,7 @@ def parse_spans(records: list, source: str) -> list[Span]:
                              field=f"spans[{i}]")
         top: dict = {}
         attrs: dict = {}
-        pairs = attribute_pairs(raw.get("attributes")) if "attributes" in raw else []
+        pairs = _pairs(raw.get("attributes"), source, i) if "attributes" in raw else []
         if len(raw) + len(pairs) > MAX_KEYS:
             raise InputError(f"span {i + 1} has {len(raw) + len(pairs)} keys and attributes; the limit is {MAX_KEYS}",
                              source=source, field=f"spans[{i}]")
@@ -154,11 +194,11 @@ def parse_spans(records: list, source: str) -> list[Span]:
                 continue
             if key == "attributes":
                 for k, v in pairs:
-                    put(attrs, str(k).split("."), v)
+                    _put(attrs, str(k), v, source, f"spans[{i}].attributes.")
             elif key.startswith("attributes."):
-                put(attrs, key[len("attributes."):].split("."), value)
+                _put(attrs, key[len("attributes."):], value, source, f"spans[{i}].attributes.")
             else:
-                put(top, key.split("."), value)
+                _put(top, key, value, source, f"spans[{i}].")
         top, attrs = finish(top), finish(attrs)
         top = top if isinstance(top, dict) else {}
         attrs = attrs if isinstance(attrs, dict) else {}

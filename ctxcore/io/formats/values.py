@@ -11,6 +11,10 @@ import re
 from datetime import datetime, timezone
 from typing import Optional
 
+from ...errors import InputError
+from ..limits import MAX_DEPTH, MAX_FIELD_CHARS
+from ..reading import check_shape
+
 
 _OPAQUE = frozenset({"metadata", "invocation_parameters", "variables", "parameters", "json_schema",
                      "modelParameters", "usageDetails", "costDetails"})
@@ -27,29 +31,40 @@ def _segment(part: str):
     return int(part) if part.isascii() and part.isdigit() else part
 
 
-def _tree(value, name: Optional[str] = None):
+def _tree(value, name: Optional[str] = None, depth: int = 0):
     if name in _OPAQUE:
         return _Raw(value)
     if isinstance(value, dict):
         node: dict = {}
         for key, v in value.items():
-            put(node, str(key).split("."), v)
+            put(node, str(key).split("."), v, depth)
         return node
     if isinstance(value, list) and value:
-        return {i: _tree(v) for i, v in enumerate(value)}
+        _deep_enough(depth + 1)
+        return {i: _tree(v, None, depth + 1) for i, v in enumerate(value)}
     return value
 
 
-def put(node: dict, parts: list, value) -> None:
+def _deep_enough(depth: int) -> None:
+    """Refuse a nest the recursive readers below could not walk: a key of thousands of dots is as deep
+    as thousands of brackets. The caller names the file and the field."""
+    if depth > MAX_DEPTH:
+        raise InputError(f"attributes nested more than {MAX_DEPTH} levels deep (each part of a dotted key is a level)")
+
+
+def put(node: dict, parts: list, value, depth: int = 0) -> None:
+    """``value`` at the dotted path ``parts`` under ``node``; ``depth``, how deep ``node`` already sits."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return  # pandas writes absent columns as null/NaN
+    depth += len(parts)
+    _deep_enough(depth)
     for part in parts[:-1]:
         key = _segment(part)
         nxt = node.get(key)
         if not isinstance(nxt, dict):
             nxt = node[key] = {}
         node = nxt
-    key, new = _segment(parts[-1]), _tree(value, parts[-1])
+    key, new = _segment(parts[-1]), _tree(value, parts[-1], depth)
     if isinstance(node.get(key), dict) and isinstance(new, dict):
         _merge(node[key], new)
     else:
@@ -174,25 +189,38 @@ def as_int(v) -> Optional[int]:
     return int(n) if n is not None and n.is_integer() and n >= 0 else None
 
 
+def _shallow(value, text: str) -> bool:
+    """Nested no deeper than MAX_DEPTH: what a string parsed into ``value`` may hold and still be read
+    as a value (its string lengths are bounded already, as parts of ``text``)."""
+    try:
+        check_shape(value, "value", size=min(len(text), MAX_FIELD_CHARS))
+    except InputError:
+        return False
+    return True
+
+
 def json_value(v, literal: bool = False):
     """A JSON string parsed (with ``literal``, a Python literal too); other values unchanged. A
     JSON-encoded string (``"\"What is ...?\""``, as SDKs write a string input twice encoded) is
-    unquoted, and read again when it held an object."""
+    unquoted, and read again when it held an object. A string nested deeper than MAX_DEPTH stays text."""
     if isinstance(v, str) and len(v) >= 2 and v.lstrip()[:1] == '"' and v.rstrip()[-1:] == '"':
         try:
             inner = json.loads(v)
         except (ValueError, RecursionError):
             return v
-        return json_value(inner, literal) if isinstance(inner, str) else inner
+        return json_value(inner, literal) if isinstance(inner, str) else inner if _shallow(inner, v) else v
     if isinstance(v, str) and v.strip()[:1] in ("{", "["):
         try:
-            return json.loads(v)
+            parsed = json.loads(v)
         except (ValueError, RecursionError):
             if literal and len(v) < 100_000:
                 try:
-                    return ast.literal_eval(v)
+                    parsed = ast.literal_eval(v)
                 except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                    pass
+                    return v
+                return parsed if _shallow(parsed, v) else v
+            return v
+        return parsed if _shallow(parsed, v) else v
     return v
 
 
@@ -261,6 +289,33 @@ def time_order(items: list, start, index) -> list:
 
 def listing(items: list[str], most: int = 8) -> str:
     return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def cycle_cuts(items: list, by_id: dict, parent_of) -> list:
+    """The items whose parent link closes a cycle of parents (A under B under A, or A under itself),
+    one per cycle: read as roots, a cycle hides no span. Linear: each item is walked once."""
+    done: set = set()
+    cuts = []
+    for item in items:
+        path, on_path, node = [], set(), item
+        while node is not None and id(node) not in done:
+            if id(node) in on_path:
+                cuts.append(path[-1])
+                break
+            on_path.add(id(node))
+            path.append(node)
+            node = by_id.get(parent_of(node))
+        done.update(on_path)
+    return cuts
+
+
+def acyclic(items: list, by_id: dict, parent_of, what: str, warnings: list[str]):
+    """``parent_of`` with every cycle of parents cut (the cut item is a root), and a warning for each cut."""
+    cut = {id(x) for x in cycle_cuts(items, by_id, parent_of)}
+    for x in items:
+        if id(x) in cut:
+            warnings.append(f"{what(x)}: its parent {parent_of(x)} closes a cycle of parents; read as a root")
+    return lambda x: None if id(x) in cut else parent_of(x)
 
 
 def outermost(members: list, by_id: dict, parent_of) -> list:
