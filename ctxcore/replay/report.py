@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections import Counter
 from typing import Optional
+
+from ..escape import md_line
 
 LISTED = 1000
 PERCENTILES = (0, 10, 25, 50, 75, 90, 100)
@@ -123,9 +126,23 @@ class Summary:
         return markdown(report)
 
 
+CELL_CHARS = 200  # characters of a value a table cell shows (escaping may then lengthen it)
+
+
 def _cell(value) -> str:
+    """A value as one Markdown table cell that shows it literally: no delimiter, line, link, image or HTML of its
+    own (:func:`ctxcore.escape.md_line`); cut before escaping, so a cut never splits an escape."""
     text = ", ".join(map(str, value)) if isinstance(value, list) else "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")[:200]
+    return md_line(text[:CELL_CHARS])
+
+
+def _code(text: str) -> str:
+    """``text`` as an inline code span whatever backticks it holds: the fence is one backtick longer than its
+    longest run of them (a ``caller`` setting is free text)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def markdown(r: dict) -> str:
@@ -133,8 +150,8 @@ def markdown(r: dict) -> str:
     t = r["tokens"]
     p = t["saved_per_run"]
     lines = ["# Replay report", "",
-             f"New settings: `{json.dumps(r['settings']['new'], sort_keys=True)}`; baseline: "
-             + (f"`{json.dumps(r['settings']['baseline'], sort_keys=True)}`" if r["settings"]["baseline"] is not None
+             f"New settings: {_code(json.dumps(r['settings']['new'], sort_keys=True))}; baseline: "
+             + (_code(json.dumps(r["settings"]["baseline"], sort_keys=True)) if r["settings"]["baseline"] is not None
                 else "each run's logged prompt or own trace"), "",
              f"- runs replayed: {r['runs']:,}; changed: {r['changed']:,}; unchanged: {r['unchanged']:,}",
              f"- likely regressions (a passage the logged answer cited would no longer be in the prompt): "

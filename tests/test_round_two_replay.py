@@ -1,0 +1,159 @@
+"""Issue #27, round two, the replay and the CLI: report.md shows logged text literally whatever it holds, a bad
+environment is one line and exit 2, Ctrl-C leaves a partial report, and ``explain --find`` is capped."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from markdown_it import MarkdownIt
+
+from ctxcore.escape import WORD_JOINER
+from ctxcore.replay.report import Summary, _cell, markdown
+
+from conftest import ROOT, cli
+
+SAMPLE = Path(ROOT) / "sample_data" / "replay_log.jsonl"
+WJ = WORD_JOINER
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. report.md: every cell is Markdown text
+
+HOSTILE_CELLS = [
+    ("a|b", r"a\|b"),
+    ("a\\|b", r"a\\\|b"),                                        # an escaped pipe stays text, its backslash too
+    ("x\r# Heading", r"x \# Heading"),                           # CR alone: no new line, no heading
+    ("q\u2028## h", r"q \#\# h"),                                # U+2028 LINE SEPARATOR
+    ("a\n\nb", "a b"),
+    ("line1\r\nline2", "line1 line2"),
+    ("tab\there", "tab here"),
+    ("<img src=x onerror=alert(1)>", r"\<img src\=x onerror\=alert\(1\)\>"),
+    ("<script>x</script>", r"\<script\>x\<\/script\>"),
+    ("![p](http://evil.example/t.png)", "\\!\\[p\\]\\(http" + WJ + r"\:\/\/evil\.example\/t\.png\)"),
+    ("[click](javascript:x)", r"\[click\]\(javascript\:x\)"),
+    ("`code`", r"\`code\`"),
+    ("*bold* _it_ ~~s~~", r"\*bold\* \_it\_ \~\~s\~\~"),
+    ("&lt;b&gt;", r"\&lt\;b\&gt\;"),
+    ("www.evil.com", "www" + WJ + r"\.evil\.com"),
+    ("me@x.org", "me" + WJ + r"\@x\.org"),
+    ("$x$", r"\$x\$"),
+    ("x\x1b[31mred", r"x\\u001b\[31mred"),                       # a terminal escape, shown, not obeyed
+    ("evil\u202eexe", r"evil\\u202eexe"),                        # a bidi override, shown
+    (["c1|x", "c2"], r"c1\|x\, c2"),
+    (None, ""),
+    ("plain run-7", r"plain run\-7"),
+    ("a" * 250, "a" * 200),                                      # cut to 200 characters, then escaped:
+    ("|" * 250, "\\|" * 200),                                    # a cut never leaves half an escape
+]
+
+
+@pytest.mark.parametrize("value, cell", HOSTILE_CELLS, ids=range(len(HOSTILE_CELLS)))
+def test_a_report_cell_is_markdown_text(value, cell):
+    assert _cell(value) == cell
+
+
+_MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+_BREAKS = re.compile("[\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
+
+
+def _tables(md: str) -> list[list[list[tuple[str, list[str]]]]]:
+    """Each table of the rendered Markdown: its rows (header included), each a list of cells, each cell as
+    (its text as a reader sees it, the kinds of the inline tokens it renders to)."""
+    tables, rows, cells = [], None, None
+    for tok in _MD.parse(md):
+        if tok.type == "table_open":
+            rows = []
+        elif tok.type == "table_close":
+            tables.append(rows)
+        elif tok.type == "tr_open":
+            cells = []
+        elif tok.type == "tr_close":
+            rows.append(cells)
+            cells = None
+        elif tok.type in ("th_open", "td_open"):
+            cells.append(("", []))
+        elif tok.type == "inline" and cells:
+            kids = tok.children or []
+            cells[-1] = ("".join(k.content for k in kids if k.type in ("text", "code_inline")),
+                         sorted({k.type for k in kids}))
+    return tables
+
+
+def _report(rows: list[dict], unreadable: list[tuple[str, str]]) -> str:
+    summary = Summary()
+    for i, g in enumerate(rows):
+        summary.add({"index": i, "source": g["source"], "ok": True, "row": {
+            "index": i, "source": g["source"], "run_id": g["run_id"], "time": None, "query": g["query"],
+            "baseline": "trace", "changed": True, "reordered": False, "findings_checked": False,
+            "tokens_saved": 0, "evidence_tokens_before": 0, "evidence_tokens_after": 0,
+            "prompt_tokens_before": 10, "prompt_tokens_after": 10, "moved": [], "newly_dropped": [],
+            "newly_kept": [], "findings_gone": [], "findings_new": [], "regression": True,
+            "lost_ids": g["lost"], "lost_labels": ["S1"]}})
+    for i, (source, reason) in enumerate(unreadable, len(rows)):
+        summary.add({"index": i, "source": source, "ok": False, "reason": reason})
+    return markdown(summary.report(new={"caller": "x` <img src=y> `z"}))
+
+
+_text = st.text(st.one_of(st.characters(codec="utf-8"), st.sampled_from("|\\`*_[]<>!#&\r\n\u2028\x85:/.@w")),
+                max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.fixed_dictionaries({"source": _text, "run_id": _text, "query": _text,
+                                            "lost": st.lists(_text, min_size=1, max_size=3)}), min_size=1, max_size=4),
+       unreadable=st.lists(st.tuples(_text, _text), max_size=3))
+def test_a_rendered_report_table_keeps_its_cells_whatever_text_they_hold(rows, unreadable):
+    md = _report(rows, unreadable)
+    tables = _tables(md)
+    assert len(tables) == 1 + bool(unreadable)  # regressions and unreadable (no fate moved: a sentence)
+    regressions, *rest = tables
+    assert all(len(r) == 4 for r in regressions) and len(regressions) == 1 + len(rows)
+    for row, g in zip(regressions[1:], rows):
+        shown = [text.replace(WJ, "") for text, _ in row]
+        assert shown[0] == _plain(g["run_id"] or g["source"]) and shown[3] == _plain(g["query"])
+        assert shown[1] == _plain(", ".join(g["lost"]))
+        assert all(kinds in ([], ["text"]) for _, kinds in row), row  # no link, image, html, emphasis, code
+    for table in rest:
+        assert all(len(r) == 2 for r in table) and len(table) == 1 + len(unreadable)
+    html = _MD.render(md)
+    assert "<img" not in html and "<a " not in html and "<script" not in html.lower()
+
+
+def _plain(value: str) -> str:
+    """What a reader should see of a cell: its first 200 characters on one line, invisible characters and
+    other controls as escapes, the cell's outer spaces trimmed (as Markdown trims them)."""
+    text = _BREAKS.sub(" ", value[:200])
+    text = re.sub("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+                  "\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]",
+                  lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) <= 0xFFFF else f"\\U{ord(m.group()):08x}",
+                  text)
+    return text.strip()
+
+
+def test_the_settings_line_is_one_code_span_whatever_backticks_a_caller_holds():
+    md = _report([], [])
+    line = next(x for x in md.splitlines() if x.startswith("New settings:"))
+    assert line == 'New settings: ``{"caller": "x` <img src=y> `z"}``; baseline: each run\'s logged prompt or own trace'
+    assert "<img" not in _MD.render(md)
+
+
+def test_a_logged_run_id_cannot_forge_the_report(tmp_path):
+    """End to end: a run id with a heading, a pipe and an image in the sample log, replayed by the CLI."""
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()
+    run = json.loads(lines[9])  # run-00009: a planted regression under --budget 250
+    run["logged"]["trace_id"] = "evil|x\r# Owned ![i](http://e.example/p.png)"
+    lines[9] = json.dumps(run)
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = cli("replay", log, "--budget", "250", "--out", tmp_path / "out", "--workers", "1")
+    assert code == 0, err
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert md == out[:-1]  # stdout is report.md (and a newline)
+    assert "| evil\\|x \\# Owned \\!\\[i\\]\\(http" + WJ + "\\:\\/\\/e\\.example\\/p\\.png\\) |" in md
+    regressions = _tables(md)[0]
+    assert [len(r) for r in regressions] == [4, 4, 4, 4]
+    assert regressions[1][0][0].replace(WJ, "") == "evil|x # Owned ![i](http://e.example/p.png)"
+    assert not [x for x in md.splitlines() if x.startswith("# ") and x != "# Replay report"]
