@@ -24,8 +24,8 @@ from .pipeline import evidence_cost
 from .io.reading import decode, parse_json
 from .records import PRESETS, Config, Logged, Trace
 from .replay.run import BATCH, replay
-from .replay.engines import ENGINES
-from .replay.report import Summary
+from .replay.engines import CONNECT_TIMEOUT, ENGINES
+from .replay.report import Summary, interrupted_line
 from .io.schema import trace_schema
 from .analysis.sent import attach, of_trace
 from .serialize import dumps
@@ -139,6 +139,8 @@ def _replay_parser(sub) -> None:
                    help="local: a process pool (default); inprocess; dask: Dask distributed")
     r.add_argument("--workers", type=int, help="worker processes (default: one per core)")
     r.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="a running Dask scheduler (with --engine dask)")
+    r.add_argument("--connect-timeout", dest="connect_timeout", type=float, default=CONNECT_TIMEOUT, metavar="SECONDS",
+                   help=f"how long to wait for the Dask scheduler and a first worker (default {CONNECT_TIMEOUT:g})")
     r.add_argument("--batch", type=int, default=BATCH, help=f"runs per task (default {BATCH})")
     r.add_argument("--no-findings", dest="findings", action="store_false",
                    help="skip comparing findings (they re-build every changed run many times)")
@@ -163,10 +165,21 @@ def _replay(args, out) -> int:
         raise InputError("--workers must be at least 1", source="replay")
     if args.batch < 1:
         raise InputError("--batch must be at least 1", source="replay")
+    if not args.connect_timeout > 0:
+        raise InputError("--connect-timeout must be a positive number of seconds", source="replay")
     report = replay(args.logs, new, baseline, out=args.out, engine=args.engine, workers=args.workers,
-                    scheduler=args.scheduler, batch=args.batch, with_findings=args.findings, progress=sys.stderr)
+                    scheduler=args.scheduler, batch=args.batch, with_findings=args.findings, progress=sys.stderr,
+                    connect_timeout=args.connect_timeout)
     out.write((dumps(report) if args.format == "json" else Summary.markdown(report)) + "\n")
-    return 0
+    out.flush()
+    for line in report.get("unwritten", ()):
+        print(f"error: {line} (the report is on stdout)", file=sys.stderr)
+    if report.get("interrupted"):
+        print(f"replay: {interrupted_line(report['interrupted'])}"
+              + (f"; the partial report is in {args.out}" if args.out and not report.get("unwritten") else ""),
+              file=sys.stderr)
+        return 130
+    return 2 if report.get("unwritten") else 0
 
 
 def overrides(args) -> dict:

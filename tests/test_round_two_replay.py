@@ -4,9 +4,14 @@ environment is one line and exit 2, Ctrl-C leaves a partial report, and ``explai
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings, strategies as st
 from markdown_it import MarkdownIt
@@ -157,3 +162,126 @@ def test_a_logged_run_id_cannot_forge_the_report(tmp_path):
     assert [len(r) for r in regressions] == [4, 4, 4, 4]
     assert regressions[1][0][0].replace(WJ, "") == "evil|x # Owned ![i](http://e.example/p.png)"
     assert not [x for x in md.splitlines() if x.startswith("# ") and x != "# Replay report"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. a bad environment is one line and exit 2
+
+
+def _one_error(err: str) -> str:
+    assert "Traceback" not in err and "unexpected" not in err, err
+    errors = [x for x in err.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1, err
+    return errors[0]
+
+
+def test_an_out_folder_under_a_regular_file_is_one_line(tmp_path):
+    (tmp_path / "file.txt").write_text("x")
+    out = tmp_path / "file.txt" / "sub"
+    code, stdout, err = cli("replay", SAMPLE, "--budget", "250", "--out", out, "--workers", "1")
+    assert (code, stdout) == (2, "")
+    assert _one_error(err) == f"error: {out}: cannot make the output folder (Not a directory)"
+
+
+def test_an_out_that_is_a_file_is_one_line(tmp_path):
+    out = tmp_path / "report.txt"
+    out.write_text("keep me")
+    code, stdout, err = cli("replay", SAMPLE, "--budget", "250", "--out", out, "--workers", "1")
+    assert (code, stdout) == (2, "")
+    assert _one_error(err) == f"error: {out}: is a file; --out needs a folder (it is made if missing)"
+    assert out.read_text() == "keep me"
+
+
+def test_an_unwritable_report_md_still_prints_the_summary_and_names_the_file(tmp_path):
+    (tmp_path / "report.md").mkdir()  # what root cannot write either
+    code, stdout, err = cli("replay", SAMPLE, "--budget", "250", "--out", tmp_path, "--workers", "1")
+    assert code == 2
+    assert _one_error(err) == f"error: {tmp_path / 'report.md'}: cannot write the file (Is a directory) " \
+                              "(the report is on stdout)"
+    assert stdout.startswith("# Replay report") and "- runs replayed: 30; changed: 15; unchanged: 15" in stdout
+    report = json.loads((tmp_path / "report.json").read_text())  # the other files are written
+    assert (report["runs"], report["regression_count"]) == (30, 3)
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 30
+
+
+def _dask():
+    return pytest.importorskip("distributed", reason="Dask distributed is not installed: "
+                                                     "pip install -r requirements-dask.txt")
+
+
+@pytest.mark.parametrize("address, said", [
+    ("tcp://127.0.0.1:1", "error: tcp://127.0.0.1:1: cannot reach a Dask scheduler there within 1 s: is it running, "
+                          "and is the address right? (--connect-timeout waits longer)"),
+    ("not-a-url", "error: not-a-url: not a Dask scheduler address (missing port number in address 'not-a-url'); "
+                  "give tcp://HOST:PORT"),
+])
+def test_a_bad_scheduler_address_is_one_line(address, said):
+    _dask()
+    code, stdout, err = cli("replay", SAMPLE, "--budget", "250", "--engine", "dask", "--scheduler", address,
+                            "--connect-timeout", "1")
+    assert (code, stdout) == (2, "")
+    assert _one_error(err) == said
+
+
+BLOCKER = '''"""A Dask worker preload: this worker cannot import ctxcore (as on a machine without it)."""
+import sys
+
+
+class _NoCtxcore:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "ctxcore":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoCtxcore())
+for name in [m for m in sys.modules if m.split(".")[0] == "ctxcore"]:
+    del sys.modules[name]
+'''
+
+
+def test_workers_that_cannot_import_ctxcore_are_one_line_saying_the_fix(tmp_path):
+    distributed = _dask()
+    (tmp_path / "no_ctxcore.py").write_text(BLOCKER)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  preload=[str(tmp_path / "no_ctxcore.py")]) as cluster:
+        address = cluster.scheduler_address
+        code, stdout, err = cli("replay", SAMPLE, "--budget", "250", "--engine", "dask", "--scheduler", address)
+    assert (code, stdout) == (2, "")
+    assert _one_error(err) == (f"error: {address}: the Dask workers cannot import ctxcore.replay.run (No module "
+                               "named 'ctxcore'): install ctxcore on the workers (pip install ctxcore, the same "
+                               "version as here)")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. Ctrl-C: exit 130, no traceback, the partial report
+
+
+def test_ctrl_c_stops_cleanly_and_writes_the_partial_report(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text(SAMPLE.read_text(encoding="utf-8") * 20, encoding="utf-8")  # 600 runs: a minute or so
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "ctxcore", "replay", str(log), "--budget", "250", "--out",
+                             str(out), "--workers", "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        first = proc.stderr.readline()
+        assert first.startswith("replay: ") and "runs/s" in first, first
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the CLI and its workers alike
+        stdout, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "unexpected" not in err, err
+    report = json.loads((out / "report.json").read_text())
+    done = report["interrupted"]["runs"]
+    assert report["interrupted"] == {"runs": done, "of": 600, "of_exact": True} and 1 <= done < 600
+    assert report["runs"] + report["unreadable_count"] == done
+    assert err.splitlines()[-1] == f"replay: interrupted after {done} of 600 runs; the partial report is in {out}"
+    md = (out / "report.md").read_text()
+    assert md.splitlines()[2] == f"**Interrupted after {done} of 600 runs** (Ctrl-C): every figure below covers " \
+                                 "only the runs done."
+    assert stdout[:-1] == md
+    assert len((out / "runs.jsonl").read_text().splitlines()) == report["runs"]
+    assert pq.read_table(out / "runs.parquet").num_rows == report["runs"]
