@@ -15,7 +15,7 @@ from .analysis.answer import check_answer
 from .stages.budget import describe as describe_budget
 from .analysis.diagnosis import diagnose
 from .errors import BuildError, InputError
-from .analysis.explain import explain_text
+from .analysis.explain import FIND_LIMIT, explain_text, find
 from .io.formats import load_run
 from .io.inspect import inspect_file, report_text
 from .io.loaders import load
@@ -308,16 +308,7 @@ def run(argv=None, out=sys.stdout) -> int:
                             ("kind", "verdict", "claim", "detail")) + "\n")
         return 0
     if args.find is not None:
-        found = explain_text(trace, args.find)
-        if args.format == "json":
-            out.write(dumps([e.to_dict() for e in found]) + "\n")
-        elif not found:
-            out.write(f"no candidate contains {args.find!r}\n")
-        else:
-            out.write(_rows([(e.id, e.fate, e.stage, json.dumps(e.fix) if e.fix else "",
-                              "yes" if e.fix_verified else "no", f"{e.note}. {e.reason}") for e in found],
-                            ("id", "fate", "stage", "fix", "verified", "why")) + "\n")
-        return 0
+        return _find(trace, args.find, args.format, out)
     logged = _logged(loaded)
     result = diagnose(trace, logged_prompt=logged.prompt_text, answer=logged.answer).findings
     if args.format == "json":
@@ -329,6 +320,26 @@ def run(argv=None, out=sys.stdout) -> int:
                           json.dumps(f.fix) if f.fix else "", "yes" if f.fix_verified else "",
                           f"{f.title}: {f.evidence}" + (f" ({f.proof})" if f.proof else "")) for i, f in enumerate(result)],
                         ("role", "finding", "fix", "verified", "what")) + "\n")
+    return 0
+
+
+def _find(trace: Trace, text: str, fmt: str, out) -> int:
+    """``explain --find``: the :data:`FIND_LIMIT` strongest candidates containing ``text``, explained (each
+    explanation re-builds to verify its fix), and how many more contain it (json: that line on stderr)."""
+    found = explain_text(trace, text, limit=FIND_LIMIT)
+    more = len(find(trace, text)) - len(found)
+    said = f"and {more:,} more containing {text!r} (the {FIND_LIMIT} strongest are listed; narrow the phrase " \
+           "to see others)"
+    if fmt == "json":
+        out.write(dumps([e.to_dict() for e in found]) + "\n")
+        if more:
+            print(f"explain: {said}", file=sys.stderr)
+    elif not found:
+        out.write(f"no candidate contains {text!r}\n")
+    else:
+        out.write(_rows([(e.id, e.fate, e.stage, json.dumps(e.fix) if e.fix else "",
+                          "yes" if e.fix_verified else "no", f"{e.note}. {e.reason}") for e in found],
+                        ("id", "fate", "stage", "fix", "verified", "why")) + "\n" + (f"{said}\n" if more else ""))
     return 0
 
 

@@ -285,3 +285,50 @@ def test_ctrl_c_stops_cleanly_and_writes_the_partial_report(tmp_path):
     assert stdout[:-1] == md
     assert len((out / "runs.jsonl").read_text().splitlines()) == report["runs"]
     assert pq.read_table(out / "runs.parquet").num_rows == report["runs"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. explain --find: the app's cap, and how many more
+
+
+def _matching(tmp_path: Path, n: int) -> Path:
+    """``n`` candidates that all contain "refund", the strongest first (c000 scores 0.99, c001 0.98 ...), and
+    one that does not."""
+    cands = [{"id": f"c{i:03d}", "text": f"Refund case {i}: item {i * 7} is paid back within {i + 2} days.",
+              "score": round(0.99 - i * 0.005, 3)} for i in range(n)]
+    cands.append({"id": "other", "text": "Shipping takes three days.", "score": 0.995})
+    path = tmp_path / f"refunds{n}.json"
+    path.write_text(json.dumps({"query": "How are refunds paid?", "candidates": cands}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("matches, listed, more", [
+    (24, 24, None),
+    (25, 25, None),
+    (26, 25, "and 1 more containing 'refund' (the 25 strongest are listed; narrow the phrase to see others)"),
+    (100, 25, "and 75 more containing 'refund' (the 25 strongest are listed; narrow the phrase to see others)"),
+])
+def test_explain_find_lists_the_apps_cap_and_says_how_many_more(tmp_path, matches, listed, more):
+    path = _matching(tmp_path, matches)
+    code, out, err = cli("explain", path, "--find", "refund")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["id", "fate", "stage"]
+    rows = lines[1:-1] if more else lines[1:]
+    assert [r.split()[0] for r in rows] == [f"c{i:03d}" for i in range(listed)]  # the strongest, in input order
+    assert (lines[-1] if more else None) == more
+    code, out, err = cli("explain", path, "--find", "refund", "--format", "json")
+    assert code == 0 and [e["id"] for e in json.loads(out)] == [f"c{i:03d}" for i in range(listed)]
+    assert err == (f"explain: {more}\n" if more else "")
+
+
+def test_the_cli_and_the_app_share_the_find_cap_and_the_readme_states_the_limits():
+    import ctxui
+    from ctxcore.analysis.explain import FIND_LIMIT
+    from ctxcore.replay.engines import CONNECT_TIMEOUT
+
+    assert ctxui.SEARCH_LIMIT == FIND_LIMIT == 25
+    readme = (Path(ROOT) / "README.md").read_text(encoding="utf-8")
+    assert f"| {FIND_LIMIT} (the strongest; \"and N more\") | `ctxcore/analysis/explain.py` `FIND_LIMIT`" in readme
+    assert f"| {CONNECT_TIMEOUT:g} s, set with `--connect-timeout` | `ctxcore/replay/engines.py` `CONNECT_TIMEOUT`" \
+        in readme
