@@ -23,6 +23,10 @@ WORD_JOINER = "\u2060"
 # zero-width characters, the word joiner family, the byte-order mark, the soft hyphen, and tag characters.
 _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
                         "\U000e0000-\U000e007f]")
+# What means something inside a line of CommonMark, GitHub's tables, strikethrough and math (a backslash too).
+_INLINE = re.compile(r"([\\`*_~\[\]<>!&|$#])")
+# _AUTOLINK on text whose ":", "/", "." and "@" are left as they are.
+_TEXT_AUTOLINK = re.compile(r"(?=@)|(?i:(?<=[a-z0-9])(?=://)|(?<=www)(?=\.))")
 # Every line break Python's str.splitlines knows (CR alone, U+2028 and U+0085 included), and the tab.
 _BREAK = re.compile("[\t\n\x0b\x0c\r\x1c-\x1e\x85\u2028\u2029]+")
 # The other control characters: a terminal acts on them (ESC starts a colour or a screen clear).
@@ -62,12 +66,17 @@ def md_escape(text: Any) -> str:
 
 
 def md_line(text: Any) -> str:
-    r""":func:`md_escape` on one line: a run of line breaks (CR, LF, U+2028 …) or tabs becomes one space, and any
-    other control character its escape, so the text cannot start a new Markdown block (a heading, a table row)
-    nor drive the terminal the report is printed on.
+    r"""``text`` as Markdown text on one line, for a file read raw as often as rendered (the replay's report.md,
+    printed on stdout too): a run of line breaks (CR, LF, U+2028 …) or tabs becomes one space and any other
+    control character its escape, so the text starts no new block (a heading, a table row) and drives no
+    terminal; invisible characters show as escapes (:func:`visible`); only the marks that mean something inside
+    a line are backslash-escaped (the backslash itself in the same pass; ``| ` * _ ~ [ ] < > ! & $ #``), so an
+    id like ``run-00009`` reads as it is; and autolinks are broken with a word joiner, as in :func:`md_escape`.
 
     >>> print(md_line("a\r# b\u2028c\x1b[2J"))
     a \# b c\\u001b\[2J
+    >>> print(md_line("run-7 <b>![x](p.png)</b>"))
+    run-7 \<b\>\!\[x\](p.png)\</b\>
     """
-    text = "" if text is None else str(text)
-    return md_escape(_CONTROL.sub(_escape, _BREAK.sub(" ", text)))
+    text = visible(_CONTROL.sub(_escape, _BREAK.sub(" ", "" if text is None else str(text))))
+    return _TEXT_AUTOLINK.sub(WORD_JOINER, _INLINE.sub(r"\\\1", text))

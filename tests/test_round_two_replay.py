@@ -35,21 +35,21 @@ HOSTILE_CELLS = [
     ("a\n\nb", "a b"),
     ("line1\r\nline2", "line1 line2"),
     ("tab\there", "tab here"),
-    ("<img src=x onerror=alert(1)>", r"\<img src\=x onerror\=alert\(1\)\>"),
-    ("<script>x</script>", r"\<script\>x\<\/script\>"),
-    ("![p](http://evil.example/t.png)", "\\!\\[p\\]\\(http" + WJ + r"\:\/\/evil\.example\/t\.png\)"),
-    ("[click](javascript:x)", r"\[click\]\(javascript\:x\)"),
+    ("<img src=x onerror=alert(1)>", r"\<img src=x onerror=alert(1)\>"),
+    ("<script>x</script>", r"\<script\>x\</script\>"),
+    ("![p](http://evil.example/t.png)", r"\!\[p\](http" + WJ + "://evil.example/t.png)"),
+    ("[click](javascript:x)", r"\[click\](javascript:x)"),
     ("`code`", r"\`code\`"),
     ("*bold* _it_ ~~s~~", r"\*bold\* \_it\_ \~\~s\~\~"),
-    ("&lt;b&gt;", r"\&lt\;b\&gt\;"),
-    ("www.evil.com", "www" + WJ + r"\.evil\.com"),
-    ("me@x.org", "me" + WJ + r"\@x\.org"),
-    ("$x$", r"\$x\$"),
+    ("&lt;b&gt;", r"\&lt;b\&gt;"),                              # an entity stays its text
+    ("www.evil.com", "www" + WJ + ".evil.com"),
+    ("me@x.org", "me" + WJ + "@x.org"),
+    ("$x$", r"\$x\$"),                                          # GitHub's math
     ("x\x1b[31mred", r"x\\u001b\[31mred"),                       # a terminal escape, shown, not obeyed
     ("evil\u202eexe", r"evil\\u202eexe"),                        # a bidi override, shown
-    (["c1|x", "c2"], r"c1\|x\, c2"),
+    (["c1|x", "c2"], r"c1\|x, c2"),
     (None, ""),
-    ("plain run-7", r"plain run\-7"),
+    ("run-00009 refund-001#5: what, now?", r"run-00009 refund-001\#5: what, now?"),  # plain text reads as it is
     ("a" * 250, "a" * 200),                                      # cut to 200 characters, then escaped:
     ("|" * 250, "\\|" * 200),                                    # a cut never leaves half an escape
 ]
@@ -60,7 +60,9 @@ def test_a_report_cell_is_markdown_text(value, cell):
     assert _cell(value) == cell
 
 
-_MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+# CommonMark with GitHub's tables, strikethrough and autolinks (schemes and e-mail addresses; www. is in the table)
+_MD = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "strikethrough", "linkify"])
+_MD.linkify.set({"fuzzy_link": False, "fuzzy_email": True})
 _BREAKS = re.compile("[\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
 
 
@@ -157,7 +159,7 @@ def test_a_logged_run_id_cannot_forge_the_report(tmp_path):
     assert code == 0, err
     md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert md == out[:-1]  # stdout is report.md (and a newline)
-    assert "| evil\\|x \\# Owned \\!\\[i\\]\\(http" + WJ + "\\:\\/\\/e\\.example\\/p\\.png\\) |" in md
+    assert "| evil\\|x \\# Owned \\!\\[i\\](http" + WJ + "://e.example/p.png) |" in md
     regressions = _tables(md)[0]
     assert [len(r) for r in regressions] == [4, 4, 4, 4]
     assert regressions[1][0][0].replace(WJ, "") == "evil|x # Owned ![i](http://e.example/p.png)"
