@@ -20,7 +20,7 @@ from .analysis.answer import check_answer
 from .stages.budget import describe as describe_budget
 from .analysis.diagnosis import diagnose
 from .errors import BuildError, InputError
-from .analysis.explain import explain_text
+from .analysis.explain import FIND_LIMIT, explain_text, find
 from .io.formats import load_run
 from .io.inspect import inspect_file, report_text
 from .io.loaders import load
@@ -29,8 +29,8 @@ from .pipeline import evidence_cost
 from .io.reading import decode, parse_json
 from .records import PRESETS, Config, Logged, Trace
 from .replay.run import BATCH, replay
-from .replay.engines import ENGINES
-from .replay.report import Summary
+from .replay.engines import CONNECT_TIMEOUT, ENGINES
+from .replay.report import Summary, interrupted_line
 from .io.schema import trace_schema
 from .analysis import policy
 from .analysis.sent import attach, of_trace
@@ -147,6 +147,8 @@ def _replay_parser(sub) -> None:
                    help="local: a process pool (default); inprocess; dask: Dask distributed")
     r.add_argument("--workers", type=int, help="worker processes (default: one per core)")
     r.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="a running Dask scheduler (with --engine dask)")
+    r.add_argument("--connect-timeout", dest="connect_timeout", type=float, default=CONNECT_TIMEOUT, metavar="SECONDS",
+                   help=f"how long to wait for the Dask scheduler and a first worker (default {CONNECT_TIMEOUT:g})")
     r.add_argument("--batch", type=int, default=BATCH, help=f"runs per task (default {BATCH})")
     r.add_argument("--no-findings", dest="findings", action="store_false",
                    help="skip comparing findings (they re-build every changed run many times)")
@@ -171,10 +173,21 @@ def _replay(args, out) -> int:
         raise InputError("--workers must be at least 1", source="replay")
     if args.batch < 1:
         raise InputError("--batch must be at least 1", source="replay")
+    if not args.connect_timeout > 0:
+        raise InputError("--connect-timeout must be a positive number of seconds", source="replay")
     report = replay(args.logs, new, baseline, out=args.out, engine=args.engine, workers=args.workers,
-                    scheduler=args.scheduler, batch=args.batch, with_findings=args.findings, progress=sys.stderr)
+                    scheduler=args.scheduler, batch=args.batch, with_findings=args.findings, progress=sys.stderr,
+                    connect_timeout=args.connect_timeout)
     out.write((dumps(report) if args.format == "json" else Summary.markdown(report)) + "\n")
-    return 0
+    out.flush()
+    for line in report.get("unwritten", ()):
+        print(f"error: {line} (the report is on stdout)", file=sys.stderr)
+    if report.get("interrupted"):
+        print(f"replay: {interrupted_line(report['interrupted'])}"
+              + (f"; the partial report is in {args.out}" if args.out and not report.get("unwritten") else ""),
+              file=sys.stderr)
+        return 130
+    return 2 if report.get("unwritten") else 0
 
 
 def overrides(args) -> dict:
@@ -310,16 +323,7 @@ def run(argv=None, out=sys.stdout) -> int:
     said = policy.lines(policy.of(trace)) if args.format == "table" else []
     out.write("".join(line + "\n" for line in said) + ("\n" if said else ""))  # the pipeline's own rules first
     if args.find is not None:
-        found = explain_text(trace, args.find)
-        if args.format == "json":
-            out.write(dumps([e.to_dict() for e in found]) + "\n")
-        elif not found:
-            out.write(f"no candidate contains {args.find!r}\n")
-        else:
-            out.write(_rows([(e.id, e.fate, e.stage, json.dumps(e.fix) if e.fix else "",
-                              "yes" if e.fix_verified else "no", f"{e.note}. {e.reason}") for e in found],
-                            ("id", "fate", "stage", "fix", "verified", "why")) + "\n")
-        return 0
+        return _find(trace, args.find, args.format, out)
     logged = _logged(loaded)
     result = diagnose(trace, logged_prompt=logged.prompt_text, answer=logged.answer).findings
     if args.format == "json":
@@ -331,6 +335,26 @@ def run(argv=None, out=sys.stdout) -> int:
                           json.dumps(f.fix) if f.fix else "", "yes" if f.fix_verified else "",
                           f"{f.title}: {f.evidence}" + (f" ({f.proof})" if f.proof else "")) for i, f in enumerate(result)],
                         ("role", "finding", "fix", "verified", "what")) + "\n")
+    return 0
+
+
+def _find(trace: Trace, text: str, fmt: str, out) -> int:
+    """``explain --find``: the :data:`FIND_LIMIT` strongest candidates containing ``text``, explained (each
+    explanation re-builds to verify its fix), and how many more contain it (json: that line on stderr)."""
+    found = explain_text(trace, text, limit=FIND_LIMIT)
+    more = len(find(trace, text)) - len(found)
+    said = f"and {more:,} more containing {text!r} (the {FIND_LIMIT} strongest are listed; narrow the phrase " \
+           "to see others)"
+    if fmt == "json":
+        out.write(dumps([e.to_dict() for e in found]) + "\n")
+        if more:
+            print(f"explain: {said}", file=sys.stderr)
+    elif not found:
+        out.write(f"no candidate contains {text!r}\n")
+    else:
+        out.write(_rows([(e.id, e.fate, e.stage, json.dumps(e.fix) if e.fix else "",
+                          "yes" if e.fix_verified else "no", f"{e.note}. {e.reason}") for e in found],
+                        ("id", "fate", "stage", "fix", "verified", "why")) + "\n" + (f"{said}\n" if more else ""))
     return 0
 
 

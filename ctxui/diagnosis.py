@@ -12,7 +12,7 @@ import streamlit as st
 from ctxcore import Loaded, Logged, Trace
 from ctxcore.analysis import policy as pipeline_policy
 from ctxcore.analysis.diagnosis import Diagnosis, MAX_PROOFS, diagnose
-from ctxcore.analysis.explain import explain_text
+from ctxcore.analysis.explain import FIND_LIMIT, explain_text
 from ctxcore.analysis.reach import logged_vs_replay
 from ctxcore.analysis.sent import of_build
 
@@ -178,7 +178,7 @@ def sent_passages_frame(diagnosis: Diagnosis) -> pd.DataFrame:
                         columns=["position", "label", "id", "tokens", "share sent", "marks"])
 
 
-SEARCH_LIMIT = 25  # candidates explained per search (the strongest); the page says how many more matched
+SEARCH_LIMIT = FIND_LIMIT  # candidates explained per search (the strongest); the page says how many more matched
 
 
 def explain_frame(trace: Trace, needle: str, logged_prompt: Optional[str] = None) -> pd.DataFrame:

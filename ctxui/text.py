@@ -2,45 +2,17 @@
 
 Safety rule: input text (chunk text, ids, reasons, titles, file names, warnings that quote ids) is shown with
 ``st.text``/``st.code``/``st.dataframe`` or, when a markdown element is the only option (``st.error``,
-``st.warning``), after :func:`md_escape`. Strings put into plotly hover text or bar labels go through :func:`esc`.
+``st.warning``), after :func:`md_escape` (``ctxcore.escape``, shared with the replay's report.md). Strings put into plotly hover text or bar labels go through :func:`esc`.
 """
 
 from __future__ import annotations
 
 import html
 import re
-import string
 from pathlib import Path
 from typing import Any
 
-
-_MD_PUNCT = re.compile("([%s])" % re.escape(string.punctuation))
-# Where Streamlit's markdown (GitHub's autolink literals) would start a link, after _MD_PUNCT: before every
-# "@" (an e-mail address: its local part may end in any of . _ + -, so no character before it is safe), between
-# a scheme and "://", and between "www" and "." (either case). mailto: and xmpp: links need an "@" too. Each
-# alternative reads at most a few characters around one position, so the substitution is linear in the text.
-_AUTOLINK = re.compile(r"(?=\\@)|(?i:(?<=[a-z0-9])(?=\\:\\/\\/)|(?<=www)(?=\\\.))")
-WORD_JOINER = "\u2060"
-# Characters that change what a reader sees without being seen: bidi embeddings, overrides and isolates, marks,
-# zero-width characters, the word joiner family, the byte-order mark, the soft hyphen, and tag characters.
-_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-                        "\U000e0000-\U000e007f]")
-
-
-def _escape(m: re.Match) -> str:
-    code = ord(m.group())
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-
-def visible(text: Any) -> str:
-    r"""``text`` with every invisible or direction-changing character written as its escape (``\u202e``), so
-    that an id or a title shows what it holds. For display only: the prompt and the trace keep the text.
-
-    >>> visible("invoice\u202etxt.exe"), visible("a\u200bb"), visible("plain")
-    ('invoice\\u202etxt.exe', 'a\\u200bb', 'plain')
-    """
-    text = "" if text is None else str(text)
-    return _INVISIBLE.sub(_escape, text) if _INVISIBLE.search(text) else text
+from ctxcore.escape import WORD_JOINER, _AUTOLINK, _INVISIBLE, _MD_PUNCT, md_escape, visible  # noqa: F401
 
 
 def visible_frame(df, columns) -> None:
@@ -52,21 +24,6 @@ def visible_frame(df, columns) -> None:
         values = df[name].tolist()
         if _INVISIBLE.search("\n".join(v for v in values if isinstance(v, str))):
             df[name] = [visible(v) if isinstance(v, str) else v for v in values]
-
-
-def md_escape(text: Any) -> str:
-    r"""Make markdown show ``text`` literally: invisible characters as escapes (:func:`visible`), every ASCII
-    punctuation mark backslash-escaped, and an invisible word joiner put where an autolink would start
-    (before ``@``, into ``://`` and ``www.``), so URLs and e-mail addresses are not links.
-
-    >>> print(md_escape("![x](p.png) <b>"))
-    \!\[x\]\(p\.png\) \<b\>
-    >>> md_escape("http://a.b").startswith("http" + WORD_JOINER)
-    True
-    >>> WORD_JOINER + "\\@" in md_escape("first-@example.com")
-    True
-    """
-    return _AUTOLINK.sub(WORD_JOINER, _MD_PUNCT.sub(r"\\\1", visible(text)))
 
 
 def esc(text: Any) -> str:

@@ -208,6 +208,9 @@ def explain(trace: Trace, cid: str) -> Explanation:
     return Explanation(cid, d.fate, d.stage, d.reason, fix, verified, note, d.label, d.position)
 
 
+FIND_LIMIT = 25  # candidates explained per search (the strongest): each explanation re-builds to verify its fix
+
+
 def explain_text(trace: Trace, text: str, logged_prompt: Optional[str] = None,
                  limit: Optional[int] = None) -> list[Explanation]:
     """Every candidate containing ``text`` (the ``limit`` strongest, when given), explained. For a logged trace,

@@ -13,6 +13,7 @@ import hashlib
 import importlib.util
 import io
 import os
+import signal
 import tempfile
 import zipfile
 from collections import deque
@@ -24,6 +25,7 @@ from typing import Callable, Iterable, Iterator, Optional
 from ..errors import InputError
 
 ENGINES = ("local", "inprocess", "dask")
+CONNECT_TIMEOUT = 10.0  # seconds to reach a Dask scheduler, and for a first worker to be there (--connect-timeout)
 
 
 def default_workers() -> int:
@@ -35,7 +37,8 @@ def default_workers() -> int:
 
 
 def run(fn: Callable, batches: Iterable[list], args: tuple = (), *, engine: str = "local",
-        workers: Optional[int] = None, scheduler: Optional[str] = None) -> Iterator:
+        workers: Optional[int] = None, scheduler: Optional[str] = None,
+        connect_timeout: float = CONNECT_TIMEOUT) -> Iterator:
     """``fn(batch, *args)`` for every batch, yielded in order."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", field="engine")
@@ -48,7 +51,7 @@ def run(fn: Callable, batches: Iterable[list], args: tuple = (), *, engine: str 
         return (fn(batch, *args) for batch in batches)
     if engine == "local":
         return _pool(fn, batches, args, workers)
-    return _dask(fn, batches, args, workers, scheduler)
+    return _dask(fn, batches, args, workers, scheduler, connect_timeout)
 
 
 def _ordered(submit: Callable, result: Callable, batches: Iterable[list], window: int) -> Iterator:
@@ -63,12 +66,36 @@ def _ordered(submit: Callable, result: Callable, batches: Iterable[list], window
 
 
 def _pool(fn, batches, args, workers: int) -> Iterator:
+    """The batches on a local process pool. Stopped early (Ctrl-C, a failed batch, the consumer closing the
+    generator), the workers are ended at once: no queued batch is run for nothing, and no worker prints a
+    traceback (workers ignore SIGINT; the parent, which a terminal's Ctrl-C reaches too, ends them)."""
     # spawn: a fresh interpreter per worker (no forked locks or threads of the parent, e.g. Streamlit's)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=_ignore_sigint)
+    try:
         yield from _ordered(lambda b: pool.submit(fn, b, *args), lambda f: f.result(), batches, 2 * workers + 1)
+    except BaseException:
+        _end(pool)
+        raise
+    pool.shutdown()
 
 
-def _dask(fn, batches, args, workers: int, scheduler: Optional[str]) -> Iterator:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _end(pool: ProcessPoolExecutor) -> None:
+    """End the pool's workers now and drop the batches queued for them (Python 3.14 says so in public; before,
+    the pool's own list of its processes)."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _dask(fn, batches, args, workers: int, scheduler: Optional[str], timeout: float) -> Iterator:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -76,12 +103,16 @@ def _dask(fn, batches, args, workers: int, scheduler: Optional[str]) -> Iterator
                          field="engine") from None
     cluster = None
     if scheduler:
-        client = Client(scheduler)
-        ship_ctxcore(client, scheduler)
+        client = _connect(Client, scheduler, timeout)
     else:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
+        where = scheduler or "the local Dask cluster"
+        _wait_for_workers(client, where, timeout)
+        if scheduler:  # a cluster started elsewhere may lack ctxcore: ship it once a worker is there to ask
+            ship_ctxcore(client, scheduler)
+        _check_imports(client, fn, where)
         window = 2 * max(workers, len(client.scheduler_info().get("workers", {}))) + 1
         yield from _ordered(lambda b: client.submit(fn, b, *args, pure=False), lambda f: f.result(), batches,
                             window)
@@ -135,3 +166,33 @@ def package_zip() -> bytes:
             z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), path.read_bytes(),
                        zipfile.ZIP_DEFLATED)
     return buf.getvalue()
+
+
+def _connect(client_class, scheduler: str, timeout: float):
+    """A client of the scheduler at ``scheduler``; a malformed or unreachable address is one line."""
+    try:
+        return client_class(scheduler, timeout=timeout)
+    except (ValueError, TypeError) as err:
+        raise InputError(f"not a Dask scheduler address ({err}); give tcp://HOST:PORT", source=scheduler) from None
+    except OSError:
+        raise InputError(f"cannot reach a Dask scheduler there within {timeout:g} s: is it running, and is the "
+                         "address right? (--connect-timeout waits longer)", source=scheduler) from None
+
+
+def _wait_for_workers(client, where: str, timeout: float) -> None:
+    """At least one worker, or one line saying none joined."""
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (OSError, TimeoutError):
+        raise InputError(f"no Dask worker joined within {timeout:g} s: start one (dask worker ADDRESS)",
+                         source=where) from None
+
+
+def _check_imports(client, fn: Callable, where: str) -> None:
+    """Every worker can import the module of ``fn``: a worker that cannot fails to unpickle the task, and its
+    result would never come."""
+    try:
+        client.run(exec, f"import {fn.__module__}")  # a builtin: it travels by name, whatever the worker has
+    except ImportError as err:
+        raise InputError(f"the Dask workers cannot import {fn.__module__} ({err}): install ctxcore on the "
+                         "workers (pip install ctxcore, the same version as here)", source=where) from None

@@ -11,8 +11,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections import Counter
+from contextlib import contextmanager
 from typing import Optional
+
+from ..errors import InputError
+from ..escape import md_line
 
 LISTED = 1000
 PERCENTILES = (0, 10, 25, 50, 75, 90, 100)
@@ -123,28 +128,57 @@ class Summary:
         return markdown(report)
 
 
+CELL_CHARS = 200  # characters of a value a table cell shows (escaping may then lengthen it)
+
+
 def _cell(value) -> str:
+    """A value as one Markdown table cell that shows it literally: no delimiter, line, link, image or HTML of its
+    own (:func:`ctxcore.escape.md_line`); cut before escaping, so a cut never splits an escape."""
     text = ", ".join(map(str, value)) if isinstance(value, list) else "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")[:200]
+    return md_line(text[:CELL_CHARS])
+
+
+def _code(text: str) -> str:
+    """``text`` as an inline code span whatever backticks it holds: the fence is one backtick longer than its
+    longest run of them (a ``caller`` setting is free text)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def interrupted_line(info: dict) -> str:
+    """How far an interrupted replay got, in words.
+
+    >>> interrupted_line({"runs": 48, "of": 2000, "of_exact": True})
+    'interrupted after 48 of 2,000 runs'
+    >>> interrupted_line({"runs": 48, "of": 112, "of_exact": False})
+    'interrupted after 48 of at least 112 runs'
+    """
+    return f"interrupted after {info['runs']:,} of {'' if info['of_exact'] else 'at least '}{info['of']:,} runs"
 
 
 def markdown(r: dict) -> str:
     """The report as Markdown: the likely regressions first, then tokens, fates, findings, what was unreadable."""
     t = r["tokens"]
     p = t["saved_per_run"]
-    lines = ["# Replay report", "",
-             f"New settings: `{json.dumps(r['settings']['new'], sort_keys=True)}`; baseline: "
-             + (f"`{json.dumps(r['settings']['baseline'], sort_keys=True)}`" if r["settings"]["baseline"] is not None
-                else "each run's logged prompt or own trace"), "",
-             f"- runs replayed: {r['runs']:,}; changed: {r['changed']:,}; unchanged: {r['unchanged']:,}",
-             f"- likely regressions (a passage the logged answer cited would no longer be in the prompt): "
-             f"{r['regression_count']:,}",
-             f"- unreadable: {r['unreadable_count']:,}",
-             f"- prompt tokens: {t['prompt_before']:,} before, {t['prompt_after']:,} after, "
-             f"{t['saved_total']:,} saved" if t["saved_total"] >= 0 else
-             f"- prompt tokens: {t['prompt_before']:,} before, {t['prompt_after']:,} after, "
-             f"{-t['saved_total']:,} added",
-             "- saved per run: " + ", ".join(f"{k} {v}" for k, v in p.items()), ""]
+    lines = ["# Replay report", ""]
+    if r.get("interrupted"):
+        lines += [f"**{interrupted_line(r['interrupted']).capitalize()}** (Ctrl-C): every figure below covers "
+                  "only the runs done.", ""]
+    lines += [
+        f"New settings: {_code(json.dumps(r['settings']['new'], sort_keys=True))}; baseline: "
+        + (_code(json.dumps(r["settings"]["baseline"], sort_keys=True)) if r["settings"]["baseline"] is not None
+           else "each run's logged prompt or own trace"), "",
+        f"- runs replayed: {r['runs']:,}; changed: {r['changed']:,}; unchanged: {r['unchanged']:,}",
+        f"- likely regressions (a passage the logged answer cited would no longer be in the prompt): "
+        f"{r['regression_count']:,}",
+        f"- unreadable: {r['unreadable_count']:,}",
+        f"- prompt tokens: {t['prompt_before']:,} before, {t['prompt_after']:,} after, "
+        f"{t['saved_total']:,} saved" if t["saved_total"] >= 0 else
+        f"- prompt tokens: {t['prompt_before']:,} before, {t['prompt_after']:,} after, "
+        f"{-t['saved_total']:,} added",
+        "- saved per run: " + ", ".join(f"{k} {v}" for k, v in p.items()), ""]
     lines += ["## Likely regressions", ""]
     if r["regressions"]:
         lines += ["| run | lost passages | cited as | query |", "|---|---|---|---|"]
@@ -202,21 +236,36 @@ COLUMNS = ("index", "source", "run_id", "time", "query", "baseline", "candidates
 
 
 class Writer:
-    """``runs.jsonl`` and ``runs.parquet`` written a row (a row group) at a time, then the report files."""
+    """``runs.jsonl`` and ``runs.parquet`` written a row (a row group) at a time, then the report files.
+
+    A folder that cannot be made or written is refused before any run is replayed; a file that cannot be
+    written later is one line naming it (:class:`ctxcore.errors.InputError`), never a traceback."""
 
     GROUP = 512  # rows per parquet row group: what is held before it is written
 
     def __init__(self, out: str):
         import pyarrow.parquet as pq
 
-        os.makedirs(out, exist_ok=True)
-        self.out, self.rows = out, []
+        if os.path.exists(out) and not os.path.isdir(out):
+            raise InputError("is a file; --out needs a folder (it is made if missing)", source=out)
+        self.out, self.rows, self.jsonl, self.parquet = out, [], None, None
         self.schema = _schema()
-        self.jsonl = open(os.path.join(out, "runs.jsonl"), "w", encoding="utf-8")
-        self.parquet = pq.ParquetWriter(os.path.join(out, "runs.parquet"), self.schema)
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as err:
+            raise InputError(f"cannot make the output folder ({_reason(err)})", source=out) from None
+        with _writing(os.path.join(out, "runs.jsonl")) as path:
+            self.jsonl = open(path, "w", encoding="utf-8")
+        try:
+            with _writing(os.path.join(out, "runs.parquet")) as path:
+                self.parquet = pq.ParquetWriter(path, self.schema)
+        except InputError:
+            self.jsonl.close()
+            raise
 
     def write(self, row: dict) -> None:
-        self.jsonl.write(json.dumps(row, ensure_ascii=False) + "\n")
+        with _writing(self.jsonl.name):
+            self.jsonl.write(json.dumps(row, ensure_ascii=False) + "\n")
         self.rows.append(row)
         if len(self.rows) >= self.GROUP:
             self._flush()
@@ -225,19 +274,46 @@ class Writer:
         import pyarrow as pa
 
         if self.rows:
-            self.parquet.write_table(pa.Table.from_pylist([{k: r[k] for k in COLUMNS} for r in self.rows],
-                                                          schema=self.schema))
+            with _writing(os.path.join(self.out, "runs.parquet")):
+                self.parquet.write_table(pa.Table.from_pylist([{k: r[k] for k in COLUMNS} for r in self.rows],
+                                                              schema=self.schema))
             self.rows = []
 
     def close(self) -> None:
-        if self.parquet is not None:
+        """Flush and close both files; each is closed even when writing the other fails."""
+        if self.parquet is None:
+            return
+        try:
             self._flush()
-            self.parquet.close()
-            self.jsonl.close()
+            with _writing(os.path.join(self.out, "runs.parquet")):
+                self.parquet.close()
+        finally:
             self.parquet = None
+            with _writing(self.jsonl.name):
+                self.jsonl.close()
 
-    def finish(self, report: dict, md: str) -> None:
-        with open(os.path.join(self.out, "report.json"), "w", encoding="utf-8") as f:
-            f.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
-        with open(os.path.join(self.out, "report.md"), "w", encoding="utf-8") as f:
-            f.write(md)
+    def finish(self, report: dict, md: str) -> list[str]:
+        """Write ``report.json`` and ``report.md``; what could not be written, one line each (the other file is
+        still written, and the caller still has the report to show)."""
+        failed = []
+        for name, text in (("report.json", json.dumps(report, ensure_ascii=False, indent=2) + "\n"),
+                           ("report.md", md)):
+            try:
+                with _writing(os.path.join(self.out, name)) as path, open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except InputError as err:
+                failed.append(str(err))
+        return failed
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or str(err) or type(err).__name__
+
+
+@contextmanager
+def _writing(path: str):
+    """An OSError while writing ``path`` as one line naming it."""
+    try:
+        yield path
+    except OSError as err:
+        raise InputError(f"cannot write the file ({_reason(err)})", source=path) from None

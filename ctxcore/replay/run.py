@@ -34,7 +34,7 @@ from ..analysis.policy import infer as infer_policy
 from ..io.loaded import Loaded
 from ..pipeline import clear_caches, evidence_cost
 from ..records import Trace
-from .engines import default_workers
+from .engines import CONNECT_TIMEOUT, default_workers
 from .engines import run as run_engine
 from .read import Item, items, load_item, total_bytes, why
 from .report import Summary, Writer
@@ -203,14 +203,17 @@ class Progress:
     def __init__(self, total_bytes: int, stream=None, callback: Optional[Callable] = None, every: float = 1.0):
         self.total, self.stream, self.callback, self.every = max(total_bytes, 1), stream, callback, every
         self.start = self.last = time.monotonic()
-        self.runs = self.unreadable = 0
+        self.runs = self.unreadable = self.read_runs = 0
+        self.all_read = False
         self.ends: dict[int, int] = {}  # run index -> input bytes read up to its end (runs read, not yet done)
 
     def read(self, runs: Iterable[Item]) -> Iterator[Item]:
-        """The runs, noting how far into the input each one ends."""
+        """The runs, noting how far into the input each one ends, how many were read, and whether all were."""
         for item in runs:
             self.ends[item.index] = item.done_bytes
+            self.read_runs += 1
             yield item
+        self.all_read = True
 
     def step(self, result: dict) -> None:
         self.runs += 1
@@ -247,35 +250,67 @@ def _duration(seconds: float) -> str:
 def replay(logs: Iterable[str], new: dict, baseline: Optional[dict] = None, *, out: Optional[str] = None,
            engine: str = "local", workers: Optional[int] = None, scheduler: Optional[str] = None,
            batch: int = BATCH, with_findings: bool = True, progress=None, on_progress: Optional[Callable] = None,
-           on_row: Optional[Callable] = None) -> dict:
+           on_row: Optional[Callable] = None, connect_timeout: float = CONNECT_TIMEOUT) -> dict:
     """Replay every run of ``logs`` under ``new`` settings; the aggregate report (``report.json``'s content).
 
     With ``out``, ``runs.parquet``, ``runs.jsonl``, ``report.json`` and ``report.md`` are written there,
     rows as they come. Memory stays bounded: runs are read lazily, a bounded number of batches is in
     flight, and only the aggregate is kept. ``progress`` is a stream for progress lines (e.g. stderr),
     ``on_progress`` a callback with ``{runs, unreadable, rate, eta, fraction}``, ``on_row`` one called
-    with every result in input order."""
+    with every result in input order.
+
+    Ctrl-C stops the workers and still writes the report of the runs done, which then holds
+    ``interrupted``; a report file that cannot be written is named in ``unwritten`` (the report is still
+    returned, to be shown)."""
     logs = list(logs)
     summary, meter = Summary(), Progress(total_bytes(logs), progress, on_progress)
     workers = workers or default_workers()
     writer = Writer(out) if out else None
+    runs = meter.read(items(logs))
+    interrupted = False
     try:
-        results = run_engine(replay_batch, _batches(meter.read(items(logs)), batch), (new, baseline, with_findings),
-                             engine=engine, workers=workers, scheduler=scheduler)
-        for chunk in results:
-            for result in chunk:
-                summary.add(result)
-                if writer is not None and result["ok"]:
-                    writer.write(result["row"])
-                if on_row is not None:
-                    on_row(result)
-                meter.step(result)
-        meter.finish()
+        results = run_engine(replay_batch, _batches(runs, batch), (new, baseline, with_findings), engine=engine,
+                             workers=workers, scheduler=scheduler, connect_timeout=connect_timeout)
+        try:
+            _drain(results, summary, writer, on_row, meter)
+        except KeyboardInterrupt:
+            interrupted = True
+            results.close()  # the engine stops its workers
+        else:
+            meter.finish()
     finally:
         if writer is not None:
             writer.close()
     report = summary.report(new=new, baseline=baseline, with_findings=with_findings)
+    if interrupted:
+        report["interrupted"] = _interrupted(summary, meter, runs)
     if writer is not None:
-        writer.finish(report, summary.markdown(report))
+        unwritten = writer.finish(report, summary.markdown(report))
+        if unwritten:
+            report["unwritten"] = unwritten
     return report
 
+
+def _drain(results: Iterator, summary: Summary, writer: Optional[Writer], on_row: Optional[Callable],
+           meter: Progress) -> None:
+    """Every result of the engine into the summary, the rows files, the row callback and the meter, in order."""
+    for chunk in results:
+        for result in chunk:
+            summary.add(result)
+            if writer is not None and result["ok"]:
+                writer.write(result["row"])
+            if on_row is not None:
+                on_row(result)
+            meter.step(result)
+
+
+def _interrupted(summary: Summary, meter: Progress, rest: Iterator[Item]) -> dict:
+    """How far an interrupted replay got: ``runs`` done of ``of`` in the log. The runs not yet read are counted by
+    reading on (cutting only, nothing is built); a second Ctrl-C, or a read that the first one broke off, leaves
+    ``of`` a lower bound (``of_exact`` false)."""
+    try:
+        for _ in rest:
+            pass
+    except KeyboardInterrupt:
+        pass
+    return {"runs": summary.runs + summary.unreadable_count, "of": meter.read_runs, "of_exact": meter.all_read}
