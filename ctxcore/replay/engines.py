@@ -151,9 +151,12 @@ def ship_ctxcore(client, scheduler: str) -> None:
 def _importable(client) -> bool:
     """Can the scheduler and every worker import ctxcore? (``find_spec`` is pickled by reference: the
     question itself needs nothing of ours on the other side.)"""
-    found = client.run(importlib.util.find_spec, "ctxcore")
-    return client.run_on_scheduler(importlib.util.find_spec, "ctxcore") is not None and \
-        all(spec is not None for spec in found.values())
+    try:
+        found = client.run(importlib.util.find_spec, "ctxcore")
+        return client.run_on_scheduler(importlib.util.find_spec, "ctxcore") is not None and \
+            all(spec is not None for spec in found.values())
+    except ImportError:  # an import hook on the other side refused the name itself
+        return False
 
 
 def package_zip() -> bytes:
