@@ -376,3 +376,23 @@ def test_a_parquet_date_past_year_9999_is_one_line(tmp_path, kind, value):
     code, out, err, _ = cli("build", str(path))
     assert (code, out, err) == (2, "", f"error: {path}, row 2, field 'start_time': a value Python cannot read "
                                        f"(date value out of range)\n")
+
+
+@pytest.mark.parametrize("name, attributes, expected", [
+    ("dots.json", {"a" + ".a" * 5000: 1}, "attributes nested more than 100 levels deep (each part of a dotted key "
+                                          "is a level)"),
+    ("string.json", "[" * 50_000 + "]" * 50_000, "its JSON string: JSON is nested too deeply to read"),
+])
+def test_the_app_shows_a_nest_as_one_error_line_and_keeps_the_previous_input(name, attributes, expected):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    before = at.session_state["ctx.trace"]
+    at.file_uploader(key="dbg.upload").set_value((name, json.dumps([_span(attributes)]).encode(), "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = {str(e.value).replace("\\", "") for e in at.error}
+    assert len(errors) == 1 and next(iter(errors)).startswith(f"{name}, field 'spans[0].attributes")
+    assert next(iter(errors)).endswith(expected)
+    assert at.session_state["ctx.trace"] is before  # nothing already loaded is lost
