@@ -21,6 +21,7 @@ from .stages.budget import describe as describe_budget
 from .analysis.diagnosis import diagnose
 from .errors import BuildError, InputError
 from .analysis.explain import FIND_LIMIT, explain_text, find
+from .io import sources
 from .io.formats import load_run
 from .io.inspect import inspect_file, report_text
 from .io.loaders import load
@@ -251,16 +252,29 @@ def _companion(path: Optional[str]) -> Optional[dict]:
     return texts
 
 
+def _fetched(args) -> tuple[object, Optional[str], Optional[str]]:
+    """(the input, its display name, the trace id to pick): a source (``phoenix:URL#ID``, ``store:#latest``, a
+    trace's URL) is fetched into an export's bytes first, so it imports as a downloaded file would."""
+    src = sources.parse(args.input)
+    if src is None:
+        return args.input, None, args.trace_id
+    name, data = sources.fetch(src)
+    return data, name, args.trace_id or (src.trace if src.trace != "latest" else None)
+
+
 def _input(args):
-    """The file as ctxcore input; a logged trace's chosen run when --trace-id, --run or --candidates is given."""
+    """The file (or fetched source) as ctxcore input; a logged trace's chosen run when --trace-id, --run or
+    --candidates is given."""
     texts = _companion(args.candidates)
-    if args.trace_id or args.run is not None or texts:
-        return load_run(args.input, run=args.run, trace_id=args.trace_id, texts=texts)
-    return load(args.input)
+    data, name, trace_id = _fetched(args)
+    if trace_id or args.run is not None or texts:
+        return load_run(data, run=args.run, trace_id=trace_id, texts=texts, name=name)
+    return load(data, name=name)
 
 
 def _inspect(args, out) -> int:
-    rep = inspect_file(args.input, run=args.run, trace_id=args.trace_id, texts=_companion(args.candidates),
+    data, name, trace_id = _fetched(args)
+    rep = inspect_file(data, run=args.run, trace_id=trace_id, texts=_companion(args.candidates), name=name,
                        enrich=policy.report)
     out.write((dumps(rep) if args.format == "json" else report_text(rep)) + "\n")
     return 2 if rep.get("error") else 0
