@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any, Optional, Union
 
-from ..errors import InputError
+from ..errors import BuildError, InputError
 from .formats import detect, detect_any, detect_lines, load_file
 from .formats.parquet import is_parquet
 from .limits import MAX_BYTES, MAX_CANDIDATES, MAX_KEYS
@@ -24,7 +24,8 @@ from .reading import (KNOWN, NotJson, candidates, csv_rows, decode, json_type, l
                       parse_jsonl, read_bytes)
 from ..pipeline import build
 from ..records import FORMAT, Candidate, Config, Inputs, Logged, Trace, TraceWarning
-from .tracefile import trace_from_dict
+from .schema import field_problems
+from .tracefile import inputs_of, logged_of, trace_from_dict, warnings_of
 
 __all__ = ["Loaded", "MAX_BYTES", "MAX_CANDIDATES", "load", "loads", "from_object", "request_from_object",
            "inputs_from_object", "candidates_from_objects", "decode", "parse_json", "parse_jsonl"]
@@ -75,7 +76,7 @@ def from_object(data: Any, source: str = "input") -> Loaded:
         if data["format"] != FORMAT:
             raise InputError(f"unsupported trace format {data['format']!r}; this version reads {FORMAT!r}",
                              source=source, field="format")
-        return _saved_trace(trace_from_dict(data, source=source), source)
+        return _as_stored(data, source) or _saved_trace(trace_from_dict(data, source=source), source)
     imported = detect(data, source)
     if imported is not None:
         return imported
@@ -86,6 +87,35 @@ def from_object(data: Any, source: str = "input") -> Loaded:
                          "'observations'), MLflow trace (no 'info' and 'data.spans'), LangSmith run (no 'run_type')", source=source,
                          field="candidates")
     return request_from_object(data, source)
+
+
+def _as_stored(data: dict, source: str) -> Optional[Loaded]:
+    """:func:`_saved_trace` of :func:`trace_from_dict`, fast, for a trace a rebuild writes again exactly: when the
+    rebuild of its candidates and settings is the stored JSON (its ``logged`` block and warnings aside), the
+    rebuild *is* the stored trace (with the log it came from and the loader's notes, checked on their own), and
+    the whole-trace schema walk and record reading (two thirds of reading a replay log's run) are not needed.
+    None otherwise, and the plain path decides and says what differs; a test holds the two paths equal."""
+    query, inputs, logged = data.get("query"), data.get("inputs"), data.get("logged")
+    if not isinstance(query, str) or not isinstance(data.get("candidates"), list) or \
+            not isinstance(inputs, dict) or not isinstance(data.get("config"), dict):
+        return None
+    try:
+        cands = candidates(data["candidates"], source, "candidates", None, Candidate)[0]
+        config = Config.from_dict(data["config"], source=source)
+        rebuilt = build(cands, query, config, inputs_of(data))
+    except (InputError, BuildError, TypeError, ValueError):
+        return None
+    mine = rebuilt.to_dict()
+    if any(key not in data or (key not in _OWN and data[key] != value) for key, value in mine.items()):
+        return None
+    if any(field_problems(data[key], key, most=1) for key in _OWN if data.get(key) is not None):
+        return None
+    stored = dataclasses.replace(rebuilt, logged=logged_of(logged, source),
+                                 warnings=warnings_of(data.get("warnings", []), source))
+    return Loaded(cands, query, rebuilt.inputs, config.to_dict(), "trace", source, stored)
+
+
+_OWN = ("logged", "warnings")  # what a stored trace adds to its rebuild: the log it came from, the loader's notes
 
 
 def _saved_trace(stored: Trace, source: str) -> Loaded:

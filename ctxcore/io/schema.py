@@ -93,6 +93,21 @@ _SAID = {"string": "a string", "object": "an object", "array": "a list", "boolea
 _TYPES = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
 
 
+def field_problems(value, key: str, *, most: int = 5) -> list[str]:
+    """:func:`problems` of one top-level field of a trace, against its part of the schema.
+
+    >>> field_problems({"format": "phoenix", "trace_id": 7}, "logged")
+    ['logged: must be Logged or null']
+    """
+    if key not in _FIELDS:  # the schema is generated from the records: made once per field, not per call
+        root = trace_schema()
+        _FIELDS[key] = {**root, "required": [], "properties": {key: root["properties"][key]}}
+    return problems({key: value}, _FIELDS[key], most=most)
+
+
+_FIELDS: dict = {}
+
+
 def problems(data, schema: dict | None = None, *, most: int = 5) -> list[str]:
     """Where ``data`` breaks the trace schema, as "field: what is wrong" lines (at most ``most``).
 

@@ -47,7 +47,6 @@ def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
     if sorted(ids) != sorted(d.id for d in decisions):
         raise InputError("the decisions do not name the same ids as the candidates", source=source,
                          field="decisions")
-    inputs = data.get("inputs") or {}
     return Trace(
         query=data["query"],
         config=Config.from_dict(data["config"], source=source),
@@ -58,13 +57,24 @@ def trace_from_dict(data: dict, *, source: str = "trace") -> Trace:
         blocks=tuple(_record(Block, {k: v for k, v in b.items() if k != "tokens"}, source, f"blocks[{i}]")
                      for i, b in enumerate(data.get("blocks", []))),
         prompt=_record(Prompt, data["prompt"], source, "prompt"),
-        warnings=_warnings(data.get("warnings", []), source),
-        logged=_record(Logged, data["logged"], source, "logged") if data.get("logged") is not None else None,
+        warnings=warnings_of(data.get("warnings", []), source),
+        logged=logged_of(data.get("logged"), source),
         abstain=bool(data.get("abstain", False)),
-        inputs=Inputs(system=inputs.get("system", ""), instructions=inputs.get("instructions", ""),
-                      schema=inputs.get("schema", ""), tools=tuple(inputs.get("tools", ())),
-                      history=tuple(inputs.get("history", ()))),
+        inputs=inputs_of(data),
     )
+
+
+def inputs_of(data: dict) -> Inputs:
+    """The fixed blocks and history a trace was built with."""
+    inputs = data.get("inputs") or {}
+    return Inputs(system=inputs.get("system", ""), instructions=inputs.get("instructions", ""),
+                  schema=inputs.get("schema", ""), tools=tuple(inputs.get("tools", ())),
+                  history=tuple(inputs.get("history", ())))
+
+
+def logged_of(value, source: str):
+    """A trace's ``logged`` block as the record (None when it has none)."""
+    return None if value is None else _record(Logged, value, source, "logged")
 
 
 def warning_from(value, source: str, where: str) -> TraceWarning:
@@ -77,7 +87,7 @@ def warning_from(value, source: str, where: str) -> TraceWarning:
     raise InputError("must be a warning: {kind, ids, message}", source=source, field=where)
 
 
-def _warnings(value, source: str) -> tuple[TraceWarning, ...]:
+def warnings_of(value, source: str) -> tuple[TraceWarning, ...]:
     if not isinstance(value, list):
         raise InputError("must be a list of warnings", source=source, field="warnings")
     return tuple(warning_from(w, source, f"warnings[{i}]") for i, w in enumerate(value))
