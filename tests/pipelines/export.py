@@ -33,3 +33,22 @@ def otlp_file(path: str, instrumentor):
         provider.shutdown()
         with open(path, "w", encoding="utf-8") as f:
             json.dump(otlp_json(exporter.get_finished_spans()), f, indent=1)
+
+
+@contextlib.contextmanager
+def mlflow_file(path: str, workdir: str):
+    """MLflow's LangChain autolog into a local sqlite tracking store in ``workdir`` (artifacts there too, not
+    in the current directory); on exit write every trace's ``to_json()``, one a line, in logged order."""
+    import mlflow  # noqa: PLC0415 - a third-party module (MLflow), imported only by the tests that use it
+
+    mlflow.set_tracking_uri(f"sqlite:///{workdir}/mlflow.db")
+    mlflow.set_experiment(experiment_id=mlflow.create_experiment("support-bot", artifact_location=f"{workdir}/artifacts"))
+    mlflow.langchain.autolog()
+    try:
+        yield
+    finally:
+        mlflow.langchain.autolog(disable=True)
+        mlflow.flush_trace_async_logging()
+        traces = mlflow.search_traces(return_type="list", order_by=["timestamp_ms ASC"])
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(json.loads(t.to_json())) + "\n" for t in traces))
