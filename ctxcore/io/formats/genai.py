@@ -89,7 +89,7 @@ def _documents(value) -> Optional[list]:
     for item in value:
         item = json_value(item)
         if isinstance(item, dict) and item.get("lc") and isinstance(item.get("kwargs"), dict):
-            item = {**item["kwargs"], "id": item["kwargs"].get("id", item.get("id"))}  # langchain dumpd()
+            item = {**item["kwargs"], "id": item["kwargs"].get("id")}  # langchain dumpd(): its "id" is the class path
         if isinstance(item, str):
             docs.append({"document": {"content": item}})
             continue
@@ -116,6 +116,23 @@ def _nodes(value) -> bool:
         return False
     items = [json_value(x) for x in value]
     return all(isinstance(x, dict) and isinstance(x.get("node"), dict) for x in items)
+
+
+def step_documents(attrs: dict) -> dict:
+    """``attrs`` with ``retrieval.documents`` added when the span is a CHAIN step whose output is a list of
+    documents: a LangChain ``RunnableLambda`` such as ``select_top_docs`` (OpenInference logs the list in
+    ``output.value``, OpenLLMetry under ``outputs``) or a Haystack component returning ``{"documents": [...]}``.
+    The reader can then tell a filter step (documents already read, some of them) from a new retrieval."""
+    if dig(attrs, "retrieval", "documents") is not None or dig(attrs, "openinference", "span", "kind") != "CHAIN":
+        return attrs
+    out = json_value(dig(attrs, "output", "value"))
+    out = json_value(out.get("outputs", out.get("documents"))) if isinstance(out, dict) else out
+    if not isinstance(out, list) or not out or not all(isinstance(json_value(x), dict) for x in out):
+        return attrs
+    docs = _documents(out)
+    if not docs or any("content" not in d["document"] for d in docs):
+        return attrs
+    return {**attrs, "retrieval": {**(attrs.get("retrieval") or {}), "documents": docs}}
 
 
 def to_openinference(attrs: dict) -> dict:
@@ -170,7 +187,8 @@ def to_openinference(attrs: dict) -> dict:
             msgs = _messages(g["completion"])
         if msgs:
             llm["output_messages"] = msgs
-    model = first(dig(g, "response", "model"), dig(g, "request", "model"))
+    model = first(*(m for m in (dig(g, "response", "model"), dig(g, "request", "model")) if m != "unknown"),
+                  dig(tl, "association", "properties", "ls_model_name"))  # OpenLLMetry's placeholder, LangChain's name
     if model is not None and "model_name" not in llm:
         llm["model_name"] = model
     tokens = dict(llm.get("token_count") or {}) if isinstance(llm.get("token_count"), dict) else {}

@@ -9,7 +9,7 @@ from typing import Any, Optional
 from ...errors import InputError
 from ..limits import MAX_KEYS, MAX_SPANS
 from ..reading import NotJson, parse_json
-from .genai import convention, to_openinference
+from .genai import convention, step_documents, to_openinference
 from .values import as_str, attribute_pairs, dig, finish, first, put
 
 
@@ -205,6 +205,7 @@ def parse_spans(records: list, source: str) -> list[Span]:
         conv = convention(attrs) if not dig(attrs, "openinference", "span", "kind") else None
         if conv is not None:
             attrs = to_openinference(attrs)
+        attrs = step_documents(attrs)
         ctx = top.get("context") if isinstance(top.get("context"), dict) else {}
         kind = first(*(k for k in (top.get("span_kind"), top.get("spanKind")) if k != "UNKNOWN"),
                      dig(attrs, "openinference", "span", "kind"), top.get("span_kind"))
