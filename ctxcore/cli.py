@@ -171,6 +171,10 @@ def _serve_parser(sub) -> None:
     v.add_argument("--host", default="127.0.0.1", help="default %(default)s; 0.0.0.0 to accept other machines")
     v.add_argument("--store", metavar="PATH", help="the store file or folder (default: $CTXCORE_DATA_DIR/live.db, "
                    "else .ctxcore-data/live.db)")
+    v.add_argument("--max-runs", type=int, default=live_store.MAX_RUNS, help="runs kept, the oldest dropped first "
+                   "(default %(default)s)")
+    v.add_argument("--max-mb", type=int, default=live_store.MAX_BYTES // 2**20, help="megabytes of spans kept, the "
+                   "oldest runs dropped first (default %(default)s)")
 
 
 def _serve(args, out) -> int:
@@ -179,7 +183,9 @@ def _serve(args, out) -> int:
         raise InputError("the endpoint needs opentelemetry-proto: pip install -r requirements-live.txt",
                          source="serve")
     try:
-        store = live_store.Store(live_store.path_of(args.store or ""))
+        if args.max_runs < 1 or args.max_mb < 1:
+            raise InputError("--max-runs and --max-mb must be at least 1", source="serve")
+        store = live_store.Store(live_store.path_of(args.store or ""), args.max_runs, args.max_mb * 2**20)
         server = endpoint.Endpoint((args.host, args.port), store)
     except (OSError, live_store.sqlite3.Error) as err:
         raise InputError(f"cannot start the endpoint on {args.host}:{args.port} ({err})", source="serve") from None
