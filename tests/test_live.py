@@ -315,3 +315,17 @@ def test_a_live_run_opens_in_diagnose_and_saves_as_a_case(endpoint, data_dir):
     assert at.session_state["ctx.loaded"].query == lp.QUERY
     assert at.subheader[0].value == "Root cause"   # the Diagnose page, on the live run
     assert "**doc\\-3 \\(score 0\\.61\\) was retrieved but never sent**" in [m.value for m in at.markdown]
+
+
+def test_serve_refuses_a_retention_limit_below_one(capsys):
+    assert main(["serve", "--max-runs", "0"]) == 2
+    assert capsys.readouterr().err == "error: serve: --max-runs and --max-mb must be at least 1\n"
+
+
+def test_the_readme_states_the_live_limits_in_the_code():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for row in (f"| {otlp.MAX_REQUEST_BYTES // 2**20} MiB / {otlp.MAX_DECODED_BYTES // 2**20} MiB |",
+                f"| {otlp.MAX_SPAN_BYTES // 2**20} MiB (and 10,000 attributes) |",
+                f"| {live_store.MAX_RUNS:,} runs, {live_store.MAX_BYTES // 2**20} MB",
+                f"| {serve.MAX_CONNECTIONS} / {live_store.MAX_WAITING} ({live_store.WRITE_WAIT:g} s) |"):
+        assert row in text, row
