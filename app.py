@@ -22,6 +22,7 @@ PAGES = [
     st.Page("pages/diagnose.py", title="Diagnose", icon=":material/troubleshoot:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
     st.Page("pages/replay.py", title="Replay a log", icon=":material/replay:"),
+    st.Page("pages/live.py", title="Live runs", icon=":material/sensors:"),
     st.Page("pages/cases.py", title="Saved cases", icon=":material/bookmarks:"),
     st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
     st.Page("pages/budget.py", title="Budget calculator", icon=":material/calculate:"),

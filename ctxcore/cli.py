@@ -22,6 +22,7 @@ from .analysis.diagnosis import diagnose
 from .errors import BuildError, InputError
 from .analysis.explain import FIND_LIMIT, explain_text, find
 from .io import sources
+from .io.live import otlp as live_otlp, store as live_store  # registers the store: reader
 from .io.formats import load_run
 from .io.inspect import inspect_file, report_text
 from .io.loaders import load
@@ -36,6 +37,7 @@ from .io.schema import trace_schema
 from .analysis import policy
 from .analysis.sent import attach, of_trace
 from .serialize import dumps
+from . import serve as endpoint
 from .settings import SETTINGS
 
 
@@ -131,7 +133,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the JSON Schema of the trace format")
     s.set_defaults(format="json")
     _replay_parser(sub)
-    sub.add_parser("app", help="start the Streamlit app; any further options go to streamlit run "
+    _serve_parser(sub)
+    sub.add_parser("app", help="start the Streamlit app (--otlp[=PORT]: with the OTLP endpoint beside it, see serve); any further options go to streamlit run "
                    "(e.g. --server.port 8502)", usage="%(prog)s [streamlit options]")
     return p
 
@@ -159,6 +162,40 @@ def _replay_parser(sub) -> None:
     for st in SETTINGS:
         _add_flag(tokenizer if st.kind in ("encoding", "model") else g, st)
     g.add_argument("--preset", choices=("naive", "recommended"), help="apply a preset before the other flags")
+
+
+def _serve_parser(sub) -> None:
+    v = sub.add_parser("serve", help="receive traces live: an OTLP/HTTP endpoint (POST /v1/traces) that stores runs "
+                       "for store:#latest and the app's Live page")
+    v.add_argument("--port", type=int, default=endpoint.DEFAULT_PORT, help="default %(default)s (OTLP/HTTP's)")
+    v.add_argument("--host", default="127.0.0.1", help="default %(default)s; 0.0.0.0 to accept other machines")
+    v.add_argument("--store", metavar="PATH", help="the store file or folder (default: $CTXCORE_DATA_DIR/live.db, "
+                   "else .ctxcore-data/live.db)")
+    v.add_argument("--max-runs", type=int, default=live_store.MAX_RUNS, help="runs kept, the oldest dropped first "
+                   "(default %(default)s)")
+    v.add_argument("--max-mb", type=int, default=live_store.MAX_BYTES // 2**20, help="megabytes of spans kept, the "
+                   "oldest runs dropped first (default %(default)s)")
+
+
+def _serve(args, out) -> int:
+    """``serve``: the endpoint in the foreground until interrupted; one line when it cannot start."""
+    if not live_otlp.available():
+        raise InputError("the endpoint needs opentelemetry-proto: pip install -r requirements-live.txt",
+                         source="serve")
+    try:
+        if args.max_runs < 1 or args.max_mb < 1:
+            raise InputError("--max-runs and --max-mb must be at least 1", source="serve")
+        store = live_store.Store(live_store.path_of(args.store or ""), args.max_runs, args.max_mb * 2**20)
+        server = endpoint.Endpoint((args.host, args.port), store)
+    except (OSError, live_store.sqlite3.Error) as err:
+        raise InputError(f"cannot start the endpoint on {args.host}:{args.port} ({err})", source="serve") from None
+    out.write(f"receiving OTLP/HTTP traces at {endpoint.url(server)} (protobuf or JSON); storing in {store.path}\n")
+    out.flush()
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
 
 
 def _replay(args, out) -> int:
@@ -305,7 +342,7 @@ def _logged(loaded):
 def run(argv=None, out=sys.stdout) -> int:
     args, rest = parser().parse_known_args(argv)
     if args.command == "app":
-        return launch_app(rest)
+        return launch_app(_otlp_option(rest))
     if rest:
         parser().error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "schema":
@@ -313,6 +350,8 @@ def run(argv=None, out=sys.stdout) -> int:
         return 0
     if args.command == "replay":
         return _replay(args, out)
+    if args.command == "serve":
+        return _serve(args, out)
     if args.command == "inspect":
         return _inspect(args, out)
     with one_shot() if args.command == "build" else nullcontext():  # no rebuild follows a build's output
@@ -408,6 +447,21 @@ def launch_app(options: list[str]) -> int:
         return subprocess.call(cmd)
     os.execv(sys.executable, cmd)
     return 1  # not reached: execv returns only by raising
+
+
+def _otlp_option(options: list[str]) -> list[str]:
+    """``app --otlp[=PORT]``: the app starts the OTLP endpoint beside itself (the Live page reads the variable);
+    the other options go to streamlit."""
+    rest = []
+    for opt in options:
+        name, _, port = opt.partition("=")
+        if name == "--otlp":
+            if port and not port.isdigit():
+                raise InputError(f"--otlp={port}: give a port number", source="app")
+            os.environ["CTXCORE_OTLP_PORT"] = port or str(endpoint.DEFAULT_PORT)
+        else:
+            rest.append(opt)
+    return rest
 
 
 def app_root() -> Path:

@@ -37,7 +37,7 @@ def layer_of(module: str) -> str:
         return parts[1]
     if len(parts) == 2 and parts[1] in ("stages", "io", "analysis", "replay"):
         return parts[1]                                   # the subpackage's own __init__
-    if module in ("ctxcore", "ctxcore.cli", "ctxcore.__main__"):
+    if module in ("ctxcore", "ctxcore.cli", "ctxcore.__main__", "ctxcore.serve"):  # serve: the CLI's endpoint
         return "cli"
     raise KeyError(f"{module}: no layer; put it in a layer's folder, or name it in tests/test_layers.py")
 

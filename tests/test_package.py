@@ -25,7 +25,7 @@ from ctxcore.cli import _app_config
 from conftest import ROOT, free_port
 
 SHIPPED = ("pyproject.toml", "README.md", "app.py", "ctxcore", "ctxui", "pages", ".streamlit", "sample_data")
-COMMANDS = ("build", "explain", "check-answer", "inspect", "schema", "replay", "app")
+COMMANDS = ("build", "explain", "check-answer", "inspect", "schema", "replay", "serve", "app")
 SAMPLE = str(Path(ROOT) / "sample_data" / "04_stale_policy.json")
 
 
@@ -149,7 +149,7 @@ def test_the_packages_dependency_ranges_are_requirements_txts():
     project = tomllib.loads((Path(ROOT) / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     declared = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
     required = set()
-    for name in ("requirements.txt", "requirements-dask.txt"):
+    for name in ("requirements.txt", "requirements-dask.txt", "requirements-live.txt"):
         for line in (Path(ROOT) / name).read_text(encoding="utf-8").splitlines():
             line = line.split("#")[0].strip()
             if line and not line.startswith("-r"):

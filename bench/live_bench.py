@@ -1,0 +1,163 @@
+"""The live endpoint under load (issue #32), measured, not asserted: spans per second acknowledged, p50/p99 ack
+latency, the endpoint's RSS as the store sits at its retention limit, and that every acknowledged span is stored.
+
+    python bench/live_bench.py [--seconds 10] [--clients 4] [--with-app]
+
+``python -m ctxcore serve`` runs in its own process (``--with-app``: the Streamlit app runs beside it, idle).
+Requests are what an SDK's BatchSpanProcessor sends: 512 spans (64 traces of 8 spans, about 600 bytes of
+OpenInference attributes each), binary protobuf, on keep-alive connections from ``--clients`` threads.
+Phase 1 (below the retention limit): throughput, latency, and stored == acknowledged. Phase 2: a store capped
+at 200 runs, RSS sampled each second (flat = memory bounded at the limit). Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ctxcore.io.live import store as live_store  # noqa: E402
+
+SPANS, TRACES = 512, 64
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request(seq: int) -> bytes:
+    req = ts.ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    rs.resource.attributes.add(key="service.name").value.string_value = "bench"
+    scope = rs.scope_spans.add()
+    for i in range(SPANS):
+        t = (seq * TRACES + i % TRACES + 1).to_bytes(16, "big")
+        span = scope.spans.add(trace_id=t, span_id=(seq * SPANS + i + 1).to_bytes(8, "big"), name="retrieve",
+                               start_time_unix_nano=1_700_000_000_000_000_000 + i, end_time_unix_nano=1_700_000_001_000_000_000)
+        for key, value in (("openinference.span.kind", "RETRIEVER"), ("input.value", "How long do refunds take?"),
+                           ("retrieval.documents.0.document.content", "Refunds are processed within five days. " * 8),
+                           ("retrieval.documents.0.document.id", f"doc-{i}")):
+            span.attributes.add(key=key).value.string_value = value
+    return req.SerializeToString()
+
+
+def client(port: int, bodies: list, stop: float, out: list) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    n = 0
+    while time.monotonic() < stop:
+        body = bodies[n % len(bodies)]
+        n += 1
+        t0 = time.perf_counter()
+        conn.request("POST", "/v1/traces", body=body, headers={"Content-Type": "application/x-protobuf"})
+        resp = conn.getresponse()
+        reply = resp.read()
+        took = time.perf_counter() - t0
+        rejected = ts.ExportTraceServiceResponse.FromString(reply).partial_success.rejected_spans \
+            if resp.status == 200 else SPANS
+        out.append((resp.status, took, SPANS - rejected if resp.status == 200 else 0))
+    conn.close()
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def serve(port: int, db: Path, *extra: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "ctxcore", "serve", "--port", str(port), "--store", str(db), *extra],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("the endpoint did not start")
+
+
+def burst(port: int, seconds: float, clients: int, first: int, rss_of=None) -> tuple[list, list]:
+    bodies = [request(first + i) for i in range(clients * 40)]   # distinct trace ids per request
+    results: list = []
+    stop = time.monotonic() + seconds
+    threads = [threading.Thread(target=client, args=(port, bodies[i::clients], stop, results)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    samples = []
+    while any(t.is_alive() for t in threads):
+        time.sleep(1.0)
+        if rss_of is not None:
+            samples.append(rss_kb(rss_of))
+    for t in threads:
+        t.join()
+    return results, samples
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--with-app", action="store_true")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="live-bench-"))
+    app = None
+    if args.with_app:
+        app = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(_port()),
+                                "--server.headless", "true"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env={**os.environ, "CTXCORE_DATA_DIR": str(tmp)})
+        time.sleep(5)
+    report = {"machine": f"{os.cpu_count()} cores, shared with other developers' jobs", "spans_per_request": SPANS,
+              "clients": args.clients, "app_running": bool(args.with_app)}
+    try:
+        port = _port()
+        proc = serve(port, tmp / "below.db", "--max-runs", "100000", "--max-mb", "4096")
+        t0 = time.monotonic()
+        res, _ = burst(port, args.seconds, args.clients, 0)
+        wall = time.monotonic() - t0
+        ok = [r for r in res if r[0] == 200]
+        lat = sorted(r[1] * 1000 for r in ok)
+        acked = sum(r[2] for r in ok)
+        proc.terminate()
+        proc.wait()
+        runs, stored, size = live_store.totals(tmp / "below.db")
+        report["below_limit"] = {
+            "requests": len(res), "refused": {str(s): sum(1 for r in res if r[0] == s) for s in {r[0] for r in res}
+                                              if s != 200},
+            "spans_acked": acked, "spans_stored": stored, "all_acked_stored": acked == stored,
+            "spans_per_second": round(acked / wall), "ack_ms_p50": round(statistics.median(lat), 1),
+            "ack_ms_p99": round(lat[int(len(lat) * 0.99) - 1], 1), "runs": runs, "store_mb": round(size / 2**20, 1)}
+        port = _port()
+        proc = serve(port, tmp / "at.db", "--max-runs", "200", "--max-mb", "64")
+        res, rss = burst(port, max(args.seconds, 10.0), args.clients, 10**6, rss_of=proc.pid)
+        proc.terminate()
+        proc.wait()
+        lat = sorted(r[1] * 1000 for r in res if r[0] == 200)
+        report["at_limit"] = {"runs_kept": live_store.totals(tmp / "at.db")[0], "rss_mb_each_second":
+                              [round(k / 1024, 1) for k in rss], "ack_ms_p99": round(lat[int(len(lat) * 0.99) - 1], 1),
+                              "spans_per_second": round(sum(r[2] for r in res) / max(args.seconds, 10.0))}
+    finally:
+        if app is not None:
+            app.terminate()
+            app.wait()
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""The live span store: the spans the OTLP endpoint acknowledged, in an embedded SQLite file, grouped into runs
+by trace id.
+
+The file is ``live.db`` in ``CTXCORE_DATA_DIR`` (default ``./.ctxcore-data``), beside the saved cases. Each
+request's spans are written as OTLP JSON, one ``ExportTraceServiceRequest`` line per trace and request, so a run
+read back is the JSONL an OpenTelemetry Collector's file exporter writes and the file readers group its spans
+by parent links as they would a file's. WAL journal (readers never wait for the writer); one short transaction
+per request, which also drops the oldest runs past the retention limits (:data:`MAX_RUNS`, :data:`MAX_BYTES`).
+
+Writes are serialised by one lock; a request that would wait behind :data:`MAX_WAITING` others, or longer than
+:data:`WRITE_WAIT` seconds, gets :class:`Busy` (the endpoint answers 503 with Retry-After) instead of a hang.
+
+The ``store:PATH#TRACE_ID`` / ``store:#latest`` source reader is registered here (:mod:`ctxcore.io.sources`).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from contextlib import closing as _closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..sources import Reader, Source, register
+from ...errors import InputError
+
+DATA_DIR_ENV = "CTXCORE_DATA_DIR"   # the same folder as the case store (ctxui/casestore.py)
+DEFAULT_DATA_DIR = ".ctxcore-data"
+DB_NAME = "live.db"
+MAX_RUNS = 2_000                    # runs kept; the oldest (first received) go first
+MAX_BYTES = 256 * 1024 * 1024       # span JSON kept, all runs together; the oldest runs go first
+MAX_WAITING = 16                    # requests waiting to write before the next is refused (503)
+WRITE_WAIT = 2.0                    # seconds a request waits to write before it is refused (503)
+RETRY_AFTER = 1                     # seconds, in the 503's Retry-After
+BUSY_SECONDS = 5.0
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (trace_id TEXT PRIMARY KEY, first_seen REAL NOT NULL, last_seen REAL NOT NULL,
+    service TEXT NOT NULL, spans INTEGER NOT NULL, bytes INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS runs_first ON runs (first_seen);
+CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY AUTOINCREMENT, trace_id TEXT NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS batches_trace ON batches (trace_id, id);
+"""
+
+
+class Busy(Exception):
+    """The store is over its write capacity now; try again after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: int = RETRY_AFTER):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Run:
+    trace_id: str
+    first_seen: float
+    last_seen: float
+    service: str
+    spans: int
+    bytes: int
+
+
+def default_path() -> Path:
+    return Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR) / DB_NAME
+
+
+def path_of(location: str) -> Path:
+    """The store file a source's location names: '' the default, a folder its live.db, else the file."""
+    if not location:
+        return default_path()
+    path = Path(location).expanduser()
+    return path / DB_NAME if path.is_dir() else path
+
+
+class Store:
+    """One store file, written by the endpoint's threads (one at a time) and read by anyone."""
+
+    def __init__(self, path: Optional[Path] = None, max_runs: int = MAX_RUNS, max_bytes: int = MAX_BYTES):
+        self.path = Path(path) if path else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_runs, self.max_bytes = max_runs, max_bytes
+        self._lock = threading.Lock()
+        self._waiting = 0
+        self._count = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), timeout=BUSY_SECONDS, isolation_level=None,
+                                     check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")   # WAL: durable across a crash of this process
+        self._conn.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def add(self, traces: dict, now: Optional[float] = None) -> int:
+        """Store one request's traces (trace id -> {body, spans, service}) in one transaction; the spans stored.
+        :class:`Busy` when the writer is taken for too long or too many wait for it."""
+        if not traces:
+            return 0
+        with self._count:
+            if self._waiting >= MAX_WAITING:
+                raise Busy(f"{self._waiting} requests are waiting to be stored; retry after {RETRY_AFTER} s")
+            self._waiting += 1
+        try:
+            if not self._lock.acquire(timeout=WRITE_WAIT):
+                raise Busy(f"the store did not take the spans within {WRITE_WAIT:g} s; retry after {RETRY_AFTER} s")
+            try:
+                return self._write(traces, time.time() if now is None else now)
+            finally:
+                self._lock.release()
+        finally:
+            with self._count:
+                self._waiting -= 1
+
+    def _write(self, traces: dict, now: float) -> int:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for tid, t in sorted(traces.items()):
+                size = len(t["body"].encode())
+                conn.execute("INSERT INTO batches (trace_id, body) VALUES (?, ?)", (tid, t["body"]))
+                conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id) DO UPDATE SET "
+                             "last_seen = excluded.last_seen, spans = spans + excluded.spans, "
+                             "bytes = bytes + excluded.bytes, service = CASE WHEN service = '' THEN "
+                             "excluded.service ELSE service END", (tid, now, now, t["service"], t["spans"], size))
+            self._retain(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return sum(t["spans"] for t in traces.values())
+
+    def _retain(self, conn: sqlite3.Connection) -> None:
+        """Drop the oldest runs (first received first) until both retention limits hold."""
+        runs, size = conn.execute("SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM runs").fetchone()
+        if runs <= self.max_runs and size <= self.max_bytes:
+            return
+        dropped = []
+        for tid, nbytes in conn.execute("SELECT trace_id, bytes FROM runs ORDER BY first_seen, trace_id"):
+            if runs <= self.max_runs and size <= self.max_bytes:
+                break
+            dropped.append((tid,))
+            runs, size = runs - 1, size - nbytes
+        conn.executemany("DELETE FROM batches WHERE trace_id = ?", dropped)
+        conn.executemany("DELETE FROM runs WHERE trace_id = ?", dropped)
+
+
+def _read(path: Path) -> sqlite3.Connection:
+    """A read-only connection to an existing store; one line when there is none."""
+    if not path.is_file():
+        raise InputError("no live store here: start the endpoint (python -m ctxcore serve) and send traces to it",
+                         source=str(path))
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_SECONDS)
+        conn.execute("SELECT 1 FROM runs LIMIT 1")
+    except sqlite3.Error as err:
+        raise InputError(f"not a live store ({err})", source=str(path)) from None
+    return conn
+
+
+def runs(path: Optional[Path] = None, service: str = "", text: str = "", limit: int = 200) -> list[Run]:
+    """The stored runs, newest first; ``service`` exactly, ``text`` anywhere in the spans (case-insensitive)."""
+    where, args = [], []
+    if service:
+        where.append("service = ?")
+        args.append(service)
+    if text:
+        where.append("trace_id IN (SELECT trace_id FROM batches WHERE instr(lower(body), ?) > 0)")
+        args.append(text.lower())
+    sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + \
+        " ORDER BY first_seen DESC, trace_id LIMIT ?"
+    with _closing(_read(path or default_path())) as conn:
+        return [Run(*row) for row in conn.execute(sql, (*args, limit))]
+
+
+def services(path: Optional[Path] = None) -> list[str]:
+    with _closing(_read(path or default_path())) as conn:
+        return [s for (s,) in conn.execute("SELECT DISTINCT service FROM runs ORDER BY service")]
+
+
+def totals(path: Optional[Path] = None) -> tuple[int, int, int]:
+    """(runs, spans, bytes) stored."""
+    with _closing(_read(path or default_path())) as conn:
+        return conn.execute("SELECT COUNT(*), COALESCE(SUM(spans), 0), COALESCE(SUM(bytes), 0) FROM runs").fetchone()
+
+
+def export(trace_id: str, path: Optional[Path] = None) -> tuple[str, bytes]:
+    """(trace id, the run's spans as OTLP JSONL): ``latest`` is the run received last."""
+    path = path or default_path()
+    with _closing(_read(path)) as conn:
+        if trace_id == "latest":
+            row = conn.execute("SELECT trace_id FROM runs ORDER BY first_seen DESC, trace_id LIMIT 1").fetchone()
+            if row is None:
+                raise InputError("the live store holds no run yet", source=str(path))
+            trace_id = row[0]
+        lines = [b for (b,) in conn.execute("SELECT body FROM batches WHERE trace_id = ? ORDER BY id",
+                                            (trace_id.lower(),))]
+    if not lines:
+        raise InputError(f"no run with trace id {trace_id!r} in the live store", source=str(path))
+    return trace_id.lower(), ("\n".join(lines) + "\n").encode()
+
+
+def fetch_source(src: Source) -> tuple[str, bytes]:
+    """The ``store:`` reader: the run as the OTLP JSONL file it would be."""
+    tid, data = export(src.trace, path_of(src.location))
+    return f"live-{tid}.jsonl", data
+
+
+register(Reader("store", fetch_source, help="a run the live OTLP endpoint stored: store:PATH#TRACE_ID or "
+                                             "store:#latest"))
