@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 
 import pytest
 from openinference.instrumentation.haystack import HaystackInstrumentor
@@ -155,3 +156,13 @@ def test_step_documents_reads_a_chain_steps_output_documents(kind, output, want)
 ])
 def test_openllmetrys_unknown_model_gives_way_to_the_model_langchain_named(attrs, want):
     assert (to_openinference(attrs).get("llm") or {}).get("model_name") == want
+
+
+@pytest.mark.parametrize("name", [n for n in SETUPS if n != "langchain-mlflow"])
+def test_trace_ids_read_as_hex_whatever_json_mapping_wrote_them(logged, name):
+    # the SDK's spans encoded with protobuf's JSON mapping carry base64 ids; OTLP JSON (the Collector) writes hex,
+    # so `--trace-id` takes the id as every tracing UI shows it
+    runs = runs_of(logged(name))
+    ids = [r.logged.trace_id for r in runs]
+    assert len(set(ids)) == 3 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids), ids
+    assert load_run(logged(name), trace_id=ids[1]).logged.trace_id == ids[1]

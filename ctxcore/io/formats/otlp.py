@@ -14,6 +14,8 @@ translated first, :mod:`.genai`), so the mapping rules are the OpenInference fam
 
 from __future__ import annotations
 
+import base64
+
 from typing import Optional
 
 from ..loaded import Loaded
@@ -53,12 +55,29 @@ def _phoenix_spans(data) -> Optional[list]:
     return spans
 
 
+def hex_id(value):
+    """An OTLP trace or span id as hex, as OTLP JSON writes it: protobuf's plain JSON mapping (``MessageToJson``,
+    what an SDK's in-memory spans give when encoded by hand) writes the same 16 or 8 bytes as base64.
+
+    >>> hex_id("A+FMbN4IIqFYIhCinrEWQg=="), hex_id("ESIzRFVmd4g="), hex_id("0af7651916cd43dd8448eb211c80319c")
+    ('03e14c6cde0822a1582210a29eb11642', '1122334455667788', '0af7651916cd43dd8448eb211c80319c')
+    """
+    if isinstance(value, str) and len(value) in (12, 24) and value.endswith("="):
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except ValueError:
+            return value
+        if len(raw) in (8, 16):
+            return raw.hex()
+    return value
+
+
 def _record(span: dict) -> dict:
     """An OTLP span as a span record the span reader takes (ids, times, the key/value attributes)."""
     get = lambda *names: next((span[n] for n in names if span.get(n) not in (None, "")), None)  # noqa: E731
     return {"name": span.get("name"),
-            "context": {"trace_id": get("traceId", "trace_id"), "span_id": get("spanId", "span_id")},
-            "parent_id": get("parentSpanId", "parent_span_id"),
+            "context": {"trace_id": hex_id(get("traceId", "trace_id")), "span_id": hex_id(get("spanId", "span_id"))},
+            "parent_id": hex_id(get("parentSpanId", "parent_span_id")),
             "start_time": get("startTimeUnixNano", "start_time_unix_nano"),
             "end_time": get("endTimeUnixNano", "end_time_unix_nano"),
             "attributes": span.get("attributes") or []}
