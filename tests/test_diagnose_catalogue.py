@@ -29,8 +29,9 @@ def _diagnosed(name):
     return trace, diagnose(trace, logged_prompt=trace.logged.prompt_text, answer=trace.logged.answer)
 
 
-def rebuild(trace, fix):
-    return build(trace.candidates, trace.query, trace.config.replace(**fix), trace.inputs)
+def rebuild(trace, fix, base=None):
+    """A fresh build of the logged pipeline's policy (``base``: a finding's) plus the fix."""
+    return build(trace.candidates, trace.query, trace.config.replace(**{**(base or {}), **fix}), trace.inputs)
 
 
 def test_the_catalogue_covers_every_root_cause_twice_in_both_formats():
@@ -58,7 +59,7 @@ def test_the_first_finding_is_the_expected_root_cause_with_its_fix_proved(name):
         assert first.fix == want["fix"] and first.fix_verified
     # honest: fix_verified is exactly what a fresh build with the fix does
     if first.fix is not None:
-        after = rebuild(trace, first.fix)
+        after = rebuild(trace, first.fix, first.base)
         d = after.decision(first.ids[0])
         if first.kind == "buried_in_middle":
             ok = d.fate == "kept" and d.position in (1, len(after.kept()))

@@ -49,13 +49,16 @@ def numbers(text: str) -> frozenset:
     """The numbers, dates and amounts a text states (commas dropped).
 
     >>> sorted(numbers("Refunds up to 1,500 EUR within 14 days (since 2025-03) [2]."))
-    ['03', '1500', '14', '2025']
+    ['03', '14', '1500', '2025']
     """
     return frozenset(n.replace(",", "") for n in _NUMBER.findall(_CITATION.sub(" ", text)))
 
 
 def _asks(ctx: Ctx, cid: str) -> str:
-    return ", ".join(sorted(ctx.adds(cid))[:4])
+    """The question's own words (not their stems) that only this passage holds."""
+    adds = ctx.adds(cid)
+    said = [w for w in re.findall(r"[a-z0-9]+", ctx.trace.query.lower()) if content_words(w) & adds]
+    return ", ".join(list(dict.fromkeys(said))[:4])
 
 
 def threshold_cut(ctx: Ctx) -> list[Finding]:
@@ -172,7 +175,7 @@ def history_crowding(ctx: Ctx) -> list[Finding]:
         f"{rule.evidence}; {len(ctx.sent.passages)} passages were sent.", fix, ok, (cid,),
         proof=("re-running your pipeline with the history capped sends it" + landing(at)) if ok
         else "capping the history did not send it", after=at,
-        fix_said=(f"cap the history at {cap:,} tokens, keeping the most recent turns" if cap is not None else
+        fix_said=(f"cap the history at {cap:,} tokens, the most recent turns first" if cap is not None else
                   "cap the history") + f" (ctxcore: {setting_said(fix or tries[0])})")]
 
 

@@ -100,7 +100,7 @@ def _duplicates(ctx: Ctx) -> list[Finding]:
         return []
     decisive = max(lost, key=lambda cid: (overlap(ctx.by_id[cid].text, ctx.q), ctx.strength(cid)))
     fix, ok, at = ctx.reach(decisive, [{"near_dup": min(ctx.threshold, 0.8)}])
-    title = (f"{len(members)} copies of the same passage ({head}) took {pct(share)} of the sent evidence, so "
+    title = (f"{len(members)} copies of one passage ({head}) took {pct(share)} of the sent evidence, so "
              f"{decisive}, the retrieved passage most about the question, was never sent.")
     return [Finding("duplicates_crowd_out", 3, title,
                     f"{', '.join(members)}: {tokens} of {ctx.sent.evidence_tokens} evidence tokens say the same thing",

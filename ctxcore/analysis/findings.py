@@ -190,9 +190,9 @@ def with_budget(said: str, fix: Optional[dict]) -> str:
     """The fix in words, saying the evidence room it needs when the proof had to add a budget.
 
     >>> with_budget("cap the history (ctxcore: history_share 0.2, budget 502)", {"history_share": 0.2, "budget": 502})
-    'cap the history and give the evidence about 502 tokens (ctxcore: history_share 0.2, budget 502)'
+    'cap the history, and give the evidence about 502 tokens (ctxcore: history_share 0.2, budget 502)'
     """
     if not fix or "budget" not in fix or "(ctxcore:" not in said or "tokens (ctxcore" in said:
         return said
     lead, rest = said.split(" (ctxcore:", 1)
-    return f"{lead} and give the evidence about {fix['budget']:,} tokens (ctxcore:{rest}"
+    return f"{lead}, and give the evidence about {fix['budget']:,} tokens (ctxcore:{rest}"
