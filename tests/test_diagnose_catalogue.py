@@ -286,14 +286,14 @@ def test_the_page_leads_with_the_root_cause_and_applies_its_fix():
     order = _order(at)
     first_table = next(i for i, (kind, _) in enumerate(order) if kind in ("Dataframe", "UnknownElement")
                        and i > 10)
-    root = next(i for i, (kind, v) in enumerate(order) if kind == "Markdown" and "weak middle" in str(v))
+    root = next(i for i, (kind, v) in enumerate(order) if kind == "Markdown" and "middle of the prompt" in str(v))
     assert root < first_table
     texts = [t.value for t in at.text]
     assert any(t.startswith("Parcel locker deliveries cannot be redirected") for t in texts)  # as text
     at.button(key="dx.fix.root").click()
     at.run()
     assert not at.exception
-    assert at.selectbox(key="dbg.order").value == "sandwich"
+    assert at.selectbox(key="dbg.order").value == "rank"  # the replay of the policy already sandwiches
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Before: locker-redirect in the prompt that was sent"] == "position 8 of 15"
     assert metrics["After: locker-redirect in the replay"].endswith("position 1 of 15")

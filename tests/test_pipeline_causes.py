@@ -91,7 +91,7 @@ def test_the_root_cause_in_the_pipelines_terms_with_its_fix_proved_on_the_policy
     assert root.ids[0] in root.title
     assert root.fix_verified == (fix is not None)
     if fix is not None:  # proved by a fresh build of the inferred policy plus the change, not ctxcore's defaults
-        config, _ = pipeline_policy.infer(trace).config(trace.config)
+        config, _ = pipeline_policy.infer(trace).config(Config())
         after = build(trace.candidates, trace.query, config.replace(**fix), trace.inputs)
         d = after.decision(root.ids[0])
         kept = d.merged_into == root.ids[1] if kind == "per_document_cap" else d.fate == "kept"
@@ -139,7 +139,7 @@ def test_a_cut_passage_the_pipeline_would_send_whole_gets_no_setting_that_change
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_fix_is_a_setting_the_pipeline_already_has(path):
     trace, dx = diagnosed(path)
-    config, _ = pipeline_policy.infer(trace).config(trace.config)
+    config, _ = pipeline_policy.infer(trace).config(Config())
     for f in dx.findings:
         if f.fix:
             assert any(getattr(config, k) != v for k, v in f.fix.items()), (f.kind, f.fix)
@@ -236,3 +236,38 @@ def test_the_fixture_readme_names_every_file():
     for p in CAUSES.glob("*.js*"):
         assert f"`{p.name}`" in readme or p.name.split("_")[0] in readme, p.name
     assert json.loads((CAUSES / "reranker_langsmith.json").read_text())[1]["name"] == "ContextualCompressionRetriever"
+
+
+def _diagnose_page(path):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/diagnose.py")
+    at.run()
+    at.file_uploader(key="dbg.upload").set_value((path.name, path.read_bytes(), "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_page_starts_from_the_pipelines_policy_and_apply_changes_exactly_the_fix():
+    at = _diagnose_page(CAUSES / "threshold_oi_nested.json")
+    # the controls are the inferred policy, not ctxcore's defaults (no minimum score, no passage limit)
+    assert at.toggle(key="dbg.min_score_on").value is True and at.number_input(key="dbg.min_score").value == 0.5
+    assert at.toggle(key="dbg.max_passages_on").value is True and at.number_input(key="dbg.max_passages").value == 3
+    assert at.selectbox(key="dbg.order").value == "original"
+    page = " ".join(str(m.value) for m in at.markdown).replace("\\", "")
+    assert "**Verified fix**: lower the minimum relevance score from 0.50 to 0.47 and send 4 passages" in page
+    at.button(key="dx.fix.root").click()
+    at.run()
+    assert not at.exception
+    assert at.number_input(key="dbg.min_score").value == 0.47 and at.number_input(key="dbg.max_passages").value == 4
+    assert at.selectbox(key="dbg.order").value == "original"  # nothing else moved
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Before: express-price in the prompt that was sent"] == "not sent"
+    assert metrics["After: express-price in the replay"] == "[S2] · position 2 of 4"
+    texts = [t.value for t in at.text]
+    assert "(not in the prompt that was sent)" in texts
+    assert "Express shipping costs 9.90 EUR and arrives the next working day when you order before 2 pm." in texts
+    assert any("Resolved in the replay" in str(m.value) for m in at.markdown)

@@ -2,29 +2,44 @@
 
 Findings are computed on the sent context (:mod:`ctxcore.analysis.sent`), never on the replay: the logged
 prompt is the evidence of what happened. The replay is the counterfactual: each cause names its
-decisive candidate ids, and its fix is a settings change checked by re-running the engine on the same
-candidates (the decisive passage reaches the prompt; for a buried passage, at an edge position).
+decisive candidate ids, and its fix is a settings change checked by re-running the logged pipeline's
+inferred policy (:mod:`ctxcore.analysis.policy`) plus the change on the same candidates (the decisive
+passage reaches the prompt; for a buried passage, at an edge position). A change the policy already has is
+never offered. Each finding leads with plain words; the kind and the ctxcore setting come second.
 
 Causes are ranked causally, not by a flat severity: the finding that explains the others comes first
 and folds its consequences in (the passages its failure kept out, the answer checks it explains);
 those consequences are listed after it as notes. Kinds, in the order a cause is preferred when
 several are present (the first is the one that explains the rest):
 
-``instruction_followed``  a sent passage carries instruction-like text and the answer does what it says
-``unsupported_answer``    nothing relevant was retrieved and the answer did not abstain
-``nothing_relevant``      the same, with no answer to check
-``outdated_version_sent`` an older version of a document was sent while a newer one was retrieved
-``prompt_over_window``    the recounted prompt is longer than the window; the strongest passage is past it
-``prompt_cut_off``        a passage was sent only in part, or the question is missing from the prompt
-``duplicates_crowd_out``  copies of one passage took the sent evidence; a retrieved passage was never sent
-``buried_in_middle``      the strongest sent passage sits in the middle of many
-``fragmented_document``   chunks of one document were sent apart, out of their order
-``not_sent``              the strongest retrieved passage was never sent (no other cause explains it)
-``instruction_in_content``a sent passage carries instruction-like text (no answer shows it was followed)
+``instruction_followed``   a sent passage carries instruction-like text and the answer does what it says
+``unsupported_answer``     nothing relevant was retrieved and the answer did not abstain
+``nothing_relevant``       the same, with no answer to check
+``outdated_version_sent``  an older version of a document was sent while a newer one was retrieved
+``conflicting_sources``    two sent passages disagree and the answer took the wrong one: like an outdated
+                           version, it is what the answer says, so it outranks what was left out
+``reranker_cut``           the decisive passage never reached context construction: nothing downstream
+                           (window, copies, order) could have sent it, so it explains their notes
+``history_crowding``       the history took the window: why the prompt had no room, so it comes before
+                           the window and crowding causes it produces
+``prompt_over_window``     the recounted prompt is longer than the window; the strongest passage is past it
+``prompt_cut_off``         a passage was sent only in part, or the question is missing from the prompt
+``duplicates_crowd_out``   copies of one passage took the sent evidence; a retrieved passage was never sent
+``paraphrased_duplicates`` rewordings did the same; after exact copies, which the pipeline could catch more simply
+``threshold_cut``          one passage under the minimum score: a single rule dropping a single passage,
+                           after the causes that crowd many out
+``per_document_cap``       the continuation of a sent chunk, dropped by a one-chunk-per-document rule
+``buried_in_middle``       the strongest sent passage sits in the middle of many
+``fragmented_document``    chunks of one document were sent apart, out of their order
+``not_sent``               the strongest retrieved passage, which the question needed, was never sent (no
+                           other cause explains it); it names the pipeline's rule that left it out, if any
+``instruction_in_content`` a sent passage carries instruction-like text (no answer shows it was followed)
 
-Re-runs are bounded: only the candidates a finding names are proved (at most ``MAX_PROOFS``), each
-re-run resumes from the engine's remembered states (:func:`ctxcore.pipeline.build`), and a
-``progress`` callback is told each step so a caller can show it and stop.
+The causes in the pipeline's own terms live in :mod:`ctxcore.analysis.causes`; the finding, the diagnosis
+and the context the detectors share in :mod:`ctxcore.analysis.findings`. Re-runs are bounded: only the
+candidates a finding names are proved (at most ``MAX_PROOFS``), each re-run resumes from the engine's
+remembered states (:func:`ctxcore.pipeline.build`), and a ``progress`` callback is told each step so a
+caller can show it and stop.
 """
 
 from __future__ import annotations
@@ -36,6 +51,7 @@ from typing import Callable, Optional
 from . import policy as pipeline_policy
 from .answer import Check, check_answer, follows_instruction
 from .causes import PIPELINE_DETECTORS
+from .notes import answer_notes, cut_notes, missing_notes, reranker_cut, reranker_said
 from .findings import MAX_PROOFS, RELEVANT, Ctx, Diagnosis, Finding, landing, pct, setting_said, where, with_budget
 from ..stages.assemble import INSTRUCTION_LIKE, suspicious
 from ..stages.filters import family_name, version_key
@@ -46,7 +62,6 @@ from ..stages.similarity import jaccard, words
 UNRELATED = 0.2        # nothing retrieved is about the question when the closest shares less than this ...
 LOW_SCORE = 0.35       # ... or when every score is below this and the closest shares less than twice that
 CROWD_SHARE = 0.25      # duplicates must take at least this share of the sent evidence to crowd anything out
-QUOTE = 60             # characters of an uncited sentence a note quotes
 
 ORDER = ("instruction_followed", "unsupported_answer", "nothing_relevant", "outdated_version_sent",
          "conflicting_sources", "reranker_cut", "history_crowding", "prompt_over_window", "prompt_cut_off",
@@ -371,8 +386,8 @@ def _not_sent(ctx: Ctx) -> list[Finding]:
                    else ctx.reach(decisive, _rule_fixes(ctx, rule, decisive)))
     s = ctx.by_id[decisive].score
     title = f"{decisive}" + (f" (score {s:g})" if s is not None else "") + " was retrieved but never sent"
-    if decisive in _reranker_cut(ctx.trace):
-        title += f": {_reranker_said(ctx.trace)} cut it before the prompt was built."
+    if decisive in reranker_cut(ctx.trace):
+        title += f": {reranker_said(ctx.trace)} cut it before the prompt was built."
     elif rule is not None:
         title += f": your pipeline appears to {pipeline_policy.said(rule)} ({rule.evidence})."
     else:
@@ -387,68 +402,6 @@ def _not_sent(ctx: Ctx) -> list[Finding]:
 
 DETECTORS = (_instructions, _unsupported, _outdated, *PIPELINE_DETECTORS, _over_window, _cut_off, _duplicates,
              _buried, _fragmented, _not_sent)
-
-
-# notes: consequences and context --------------------------------------------------------------------------
-
-_BAD = ("unknown_label", "not_in_passage", "unsupported", "from_dropped", "cites_outdated", "not_supporting",
-        "not_supported_by", "duplicate_citation", "number_only_outdated", "ignored_abstention")
-
-
-def _quote(text: str) -> str:
-    text = " ".join(text.split())
-    return f"\"{text[:QUOTE]}…\"" if len(text) > QUOTE else f"\"{text}\""
-
-
-def _answer_notes(checks) -> list[Finding]:
-    """One note per bad check; the sentences that cite no passage folded into one note that quotes each."""
-    out = [Finding("answer_" + c.verdict, 1, c.title(), c.detail, ids=c.ids, role="note")
-           for c in checks if c.verdict in _BAD]
-    uncited = [c for c in checks if c.verdict == "uncited"]
-    if uncited:
-        n = len(uncited)
-        title = (f"The answer's sentence {_quote(uncited[0].claim)} cites no passage." if n == 1 else
-                 f"{n} sentences of the answer cite no passage: " + "; ".join(_quote(c.claim) for c in uncited) + ".")
-        out.append(Finding("answer_uncited", 1, title, "a claim without a citation cannot be checked against what "
-                           "was sent", ids=tuple(i for c in uncited for i in c.ids), role="note"))
-    return out
-
-
-def _missing_notes(ctx: Ctx, skip: set) -> tuple[list[Finding], int]:
-    """The strongest retrieved passages that were not sent, with what the replay does with them."""
-    lost = [cid for cid in ctx.lost if cid not in skip and overlap(ctx.by_id[cid].text, ctx.q) > 0]
-    lost.sort(key=ctx.strength, reverse=True)
-    out = []
-    cut = _reranker_cut(ctx.trace)
-    for cid in lost[:MAX_PROOFS]:
-        d = ctx.trace.decision(cid)
-        replay = f"the replay keeps it as [{d.label}]" if d.fate == "kept" else f"the replay drops it too: {d.reason}"
-        if cid in cut:  # not a context-construction decision: the reranker dropped it upstream
-            kept = ctx.trace.logged.reranked
-            out.append(Finding("cut_by_reranker", 1, f"{cid} was cut by {_reranker_said(ctx.trace)} before context "
-                               f"construction", f"the reranker kept {len(kept)} passages ({', '.join(kept[:8])}); "
-                               f"{replay}", ids=(cid,), role="note"))
-            continue
-        out.append(Finding("missing_from_logged_prompt", 1, f"{cid} was retrieved but never sent",
-                           f"{replay}; the prompt as sent does not contain it", ids=(cid,), role="note"))
-    return out, max(0, len(ctx.sent.not_sent) - len(skip & set(ctx.sent.not_sent)) - len(out))
-
-
-def _reranker_cut(trace: Trace) -> frozenset:
-    """Ids the logged reranker was given but did not return (a logged trace that recorded a reranker)."""
-    logged = trace.logged
-    return frozenset(getattr(logged, "reranker_cut", ()) or ()) if logged is not None else frozenset()
-
-
-def _reranker_said(trace: Trace) -> str:
-    info = trace.logged.reranker or {}
-    return f"the reranker ({info['span']})" if info.get("span") else "the reranker"
-
-
-def _cut_notes(ctx: Ctx, skip: set) -> list[Finding]:
-    return [Finding("cut_in_logged_prompt", 1, f"{p.id} reached the prompt only in part",
-                    f"{pct(p.share)} of its text is in what was sent: it was cut off", ids=(p.id,), role="note")
-            for p in ctx.sent.passages if p.cut and p.id not in skip]
 
 
 _SWALLOWS = ("prompt_cut_off", "prompt_over_window", "duplicates_crowd_out", "paraphrased_duplicates",
@@ -502,8 +455,8 @@ def diagnose(trace: Trace, *, logged_prompt: Optional[str] = None, answer: Optio
               for f in causes]
     decisive = {i for f in causes for i in f.ids}
     quiet = [f for f in quiet if f.ids[0] not in decisive]
-    notes = quiet + _cut_notes(ctx, decisive) + _answer_notes(checks)
-    missing, more = _missing_notes(ctx, decisive | {i for f in quiet for i in f.ids})
+    notes = quiet + cut_notes(ctx, decisive) + answer_notes(checks)
+    missing, more = missing_notes(ctx, decisive | {i for f in quiet for i in f.ids})
     notes += missing
     if not causes:
         return Diagnosis(tuple(notes), sent, checks, ctx.proofs, more, policy)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..pipeline import rank_order
-from ..records import Trace
+from ..records import Config, Trace
 from .explain import Case
 from .policy import Policy
 from .sent import DEFAULT_NEAR, content_words, overlap, relevance
@@ -80,7 +80,10 @@ class Ctx:
         self.policy = policy
         self.by_id = {c.id: c for c in trace.candidates}
         self.q = content_words(trace.query)
-        config, _ = policy.config(trace.config)
+        # the pipeline the fixes are proved on: the logged pipeline's policy (whatever the controls say now: they
+        # are the replay); without one, the trace's own settings
+        self.strict = bool(policy.rules)
+        config = policy.config(Config())[0] if self.strict else trace.config
         self.case = Case(trace.candidates, trace.query, config, trace.inputs)
         self.base = {k: v for k, v in config.to_dict().items() if trace.config.to_dict().get(k) != v}
         self.limit = limit if limit is not None else sent.limit
@@ -114,7 +117,10 @@ class Ctx:
         return overlap(self.by_id[cid].text, self.q) >= RELEVANT and bool(add) and (len(add) >= 2 or add == missing)
 
     def changes(self, fix: dict) -> bool:
-        """Whether ``fix`` changes anything in the pipeline's settings (a fix that does not is never offered)."""
+        """Whether ``fix`` changes anything in the logged pipeline's settings (a fix that does not is never
+        offered); without a logged pipeline every fix counts (a sample's fix is proved on the current settings)."""
+        if not self.strict:
+            return True
         config = self.config.to_dict()
         return any(config.get(k) != v for k, v in fix.items())
 
