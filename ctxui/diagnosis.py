@@ -163,13 +163,14 @@ def fix_controls(trace: Trace, finding) -> dict:
 
 def passage_texts(trace: Trace, diagnosis: Diagnosis, finding) -> tuple[str, str]:
     """The decisive passage as the model read it in the prompt that was sent (the part sent, when it was cut),
-    and as it stands in the replay (joined with the chunks merged into it): plain text, shown as text."""
+    and as it stands in the replay (joined with the chunks merged into it; for an outdated version, the newer one
+    that replaces it): plain text, shown as text."""
     cid = finding.ids[0]
     c = next(c for c in trace.candidates if c.id == cid)
     p = diagnosis.sent.passage(cid)
     before = "(not in the prompt that was sent)" if p is None else c.text[:round(len(c.text) * p.share)] if p.cut \
         else c.text
-    d = trace.decision(cid)
+    d = trace.decision(finding.ids[1] if finding.kind == "outdated_version_sent" else cid)  # the newer one replaces it
     if d.merged_into:
         d = trace.decision(d.merged_into)
     if d.fate != "kept":
