@@ -299,17 +299,18 @@ def _history_tokens(trace: Trace, prompt: str) -> int:
                if t.get("content") and normalise(t["content"]) in hay)
 
 
-def _skipped(trace: Trace, sent: Sent) -> Optional[tuple[str, int]]:
+def _skipped(trace: Trace, sent: Sent, strongest: list) -> Optional[tuple[str, int]]:
     """The best not-sent passage that out-scored a sent one, is not a copy or another version of one, and
     that a budget walk by score would have skipped: with the sent passages that out-scored it, it takes more
-    than the whole sent evidence, so some budget keeps every sent passage and not it."""
+    than the whole sent evidence, so some budget keeps every sent passage and not it. ``strongest``: the
+    not-sent passages in rank order, the first ``STRONGEST``."""
     by_id = {c.id: c for c in trace.candidates}
     sent_ids = [p.id for p in sent.passages]
     scores = [by_id[i].score for i in sent_ids if by_id[i].score is not None]
     if not scores:
         return None
     docs = {by_id[i].doc_id for i in sent_ids if by_id[i].doc_id}
-    for c in rank_order(by_id[i] for i in sent.not_sent)[:STRONGEST]:
+    for c in strongest:
         if c.score is None or c.score <= min(scores):
             return None
         before = sum(p.tokens for p in sent.passages if (by_id[p.id].score or 0) > c.score)
@@ -352,6 +353,9 @@ def rules_of(trace: Trace, sent: Sent) -> list[Rule]:
     first_k = set(sent_ids) == set(retrieved[:len(sent_ids)])
     low = min(scored) if scored else None
     top_n = stated.get("top_n")
+    ranked = rank_order(trace.candidates)
+    not_sent = set(sent.not_sent)
+    strongest = [c for c in ranked if c.id in not_sent][:STRONGEST]
     out = [
         passages_rule(len(sent_ids), len(retrieved), top_n if isinstance(top_n, int) else None),
         threshold_rule(scored, not_scored, first_k, _number(stated.get("min_score"))),
@@ -359,12 +363,11 @@ def rules_of(trace: Trace, sent: Sent) -> list[Rule]:
                           [(i, by_id[i].doc_id, low is not None and (by_id[i].score or 0) > low)
                            for i in sent.not_sent]),
         dedup_rule([(p.id, p.duplicate_of, p.similarity or 1.0) for p in sent.passages if p.duplicate_of],
-                   [c.id for c in rank_order(by_id[i] for i in sent.not_sent)[:STRONGEST]
-                    if _copy_of(c, [by_id[s] for s in sent_ids])]),
+                   [c.id for c in strongest if _copy_of(c, [by_id[s] for s in sent_ids])]),
         versions_rule([(p.id, p.superseded_by, p.superseded_by in set(sent_ids)) for p in sent.passages
                        if p.superseded_by]),
-        order_rule(sent_ids, retrieved, [c.id for c in rank_order(trace.candidates)]),
-        budget_rule(sent.evidence_tokens, _skipped(trace, sent)),
+        order_rule(sent_ids, retrieved, [c.id for c in ranked]),
+        budget_rule(sent.evidence_tokens, _skipped(trace, sent, strongest)),
         history_rule(_history_tokens(trace, logged.prompt_text or ""), trace.config.window),
         reranker_rule(logged.reranker, len(logged.reranked), len(logged.reranker_cut)),
         truncation_rule([(p.id, p.position, p.share) for p in sent.passages if p.cut], len(sent.passages)),
