@@ -503,7 +503,7 @@ def reason_for(policy: Policy, trace: Trace, cid: str, sent: Sent) -> Optional[R
         ("per_document", lambda r: c.doc_id is not None and c.doc_id in {by_id[i].doc_id for i in sent_ids}),
         ("dedup", lambda r: r.value is True and _copy_of(c, [by_id[i] for i in sent_ids]) is not None),
         ("budget", lambda r: r.evidence.split("; ")[-1].startswith(f"{cid} (")),
-        ("passages", lambda r: cid not in sent_ids and not _outscored(c, [by_id[i] for i in sent_ids])),
+        ("passages", lambda r: cid not in sent_ids and _after_all(trace, c, [by_id[i] for i in sent_ids])),
     )
     for kind, applies in checks:
         r = rule(kind)
@@ -512,9 +512,12 @@ def reason_for(policy: Policy, trace: Trace, cid: str, sent: Sent) -> Optional[R
     return None
 
 
-def _outscored(c, sent) -> bool:
-    """Whether ``c`` scored above a sent passage: then a top-k cut by score does not explain leaving it out."""
-    return c.score is not None and any(s.score is not None and s.score < c.score for s in sent)
+def _after_all(trace: Trace, c, sent) -> bool:
+    """Whether a top-k cut explains leaving ``c`` out: every sent passage came before it, by score or in the
+    order retrieval returned them (a passage first on both counts was not cut by a top-k)."""
+    place = {x.id: i for i, x in enumerate(trace.candidates)}
+    by_score = c.score is None or all(s.score is not None and s.score >= c.score for s in sent)
+    return by_score or all(place[s.id] < place[c.id] for s in sent)
 
 
 # --- in words ----------------------------------------------------------------------------------------------
