@@ -89,7 +89,8 @@ if others:
                 act.caption(f"{ctxui.fix_label(f)}: " + ctxui.md_escape(ctxui.fix_text(f)))
             if f.fix:
                 act.button("Apply", key=f"dx.fix.{i}", on_click=ctxui.apply_fix,
-                           args=(ctxui.fix_controls(trace, f), f.fix, f.kind, f.ids), help="Set the controls to this fix")
+                           args=(ctxui.fix_controls(trace, f), f.fix, f.kind, f.ids),
+                           help="Set the controls to this fix")
 
 answer = st.text_area("The model's answer (citations are checked against the prompt that was sent)",
                       value=logged.answer or "", key=answer_key, height=110)

@@ -148,7 +148,8 @@ def test_no_fix_is_a_setting_the_pipeline_already_has(path):
 
 SETTING_NAMES = sorted(s.name for s in SETTINGS if "_" in s.name)  # "window", "budget", "model" are English too
 JARGON = [re.compile(r"\w=\S"), re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, SETTING_NAMES))),
-          re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, list(KINDS)))), re.compile(r"weak middle|recounted against"),
+          re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, list(KINDS)))),
+          re.compile(r"weak middle|recounted against"),
           re.compile(r"\b(?:cites_outdated|number_only_outdated|not_supported_by|not_supporting|over_budget)\b")]
 
 

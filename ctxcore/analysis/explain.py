@@ -321,7 +321,8 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
                    else -by_id[d.id].score)
         if 1 < best.position < len(kept):
             e = explain(trace, best.id)
-            out.append(Finding("buried_in_middle", 3, f"the best passage {best.id} sits in the middle where models read least",
+            out.append(Finding("buried_in_middle", 3,
+                               f"the best passage {best.id} sits in the middle where models read least",
                                f"position {best.position} of {len(kept)} in the prompt", e.fix, e.fix_verified,
                                (best.id,)))
 
