@@ -89,6 +89,7 @@ def test_the_root_cause_in_the_pipelines_terms_with_its_fix_proved_on_the_policy
     root = dx.root
     assert (root.kind, list(root.ids), root.fix, root.fix_said) == (kind, ids, fix, said), root.title
     assert root.ids[0] in root.title
+    assert [f.kind for f in dx.causes] == [kind]  # the same passage "never sent" is this cause, not a second one
     assert root.fix_verified == (fix is not None)
     if fix is not None:  # proved by a fresh build of the inferred policy plus the change, not ctxcore's defaults
         config, _ = pipeline_policy.infer(trace).config(Config())
