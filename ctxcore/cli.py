@@ -386,7 +386,8 @@ def run(argv=None, out=sys.stdout) -> int:
     else:
         out.write(_rows([("root cause" if i == 0 and f.role == "cause" else f.role, f.kind,
                           json.dumps(f.fix) if f.fix else "", "yes" if f.fix_verified else "",
-                          f"{f.title}: {f.evidence}" + (f" ({f.proof})" if f.proof else "")) for i, f in enumerate(result)],
+                          f"{f.title.rstrip('.')}: {f.evidence}" + (f" ({f.proof})" if f.proof else "")
+                          + (f". What to change: {f.fix_said}" if f.fix_said else "")) for i, f in enumerate(result)],
                         ("role", "finding", "fix", "verified", "what")) + "\n")
     return 0
 

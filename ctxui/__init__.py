@@ -65,7 +65,7 @@ from .download import (  # noqa: F401
 from .diagnosis import (  # noqa: F401
     apply_fix, before_after, claims_frame, decisive_text, diagnose_cached, explain_frame, failure_state, failure_trace,
     fix_text, logged_of, logged_prompt_text, marks, model_limit, open_in_failure_state, pipeline_rules, replay_frame,
-    run_diagnosis,
+    run_diagnosis, fix_controls, fix_label, open_in_policy, passage_texts,
     SEARCH_LIMIT, sent_passages_frame, SEVERITY,
 )
 from .sent import (  # noqa: F401
@@ -112,7 +112,7 @@ __all__ = [
     "changes_table", "fate_changes", "moved_passages", "moved_table", "preset_config", "PRESET_HELP",
     "PRESET_LABELS", "preset_options", "prompt_diff", "read_side_links", "settings_changes", "SIDE_DEFAULTS",
     "totals_frame", "apply_fix", "before_after", "claims_frame", "decisive_text", "diagnose_cached", "explain_frame", "failure_state",
-    "failure_trace", "fix_text", "logged_of", "logged_prompt_text", "marks", "model_limit", "open_in_failure_state", "pipeline_rules", "replay_frame",
+    "failure_trace", "fix_controls", "fix_label", "fix_text", "open_in_policy", "passage_texts", "logged_of", "logged_prompt_text", "marks", "model_limit", "open_in_failure_state", "pipeline_rules", "replay_frame",
     "run_diagnosis", "SEARCH_LIMIT", "sent_passages_frame", "SEVERITY",
     "build_step", "COMPRESSION", "encode_step_value", "IDENTICAL", "kept_count", "N_STEPS", "read_step_link",
     "SPACED", "Step", "STEPS", "change_metrics", "fate_moves", "show_assembly", "show_budget", "show_compression", "show_exact",

@@ -9,10 +9,11 @@ from typing import Optional
 import pandas as pd
 import streamlit as st
 
-from ctxcore import Loaded, Logged, Trace
+from ctxcore import Config, Loaded, Logged, Trace
 from ctxcore.analysis import policy as pipeline_policy
 from ctxcore.analysis.diagnosis import Diagnosis, MAX_PROOFS, diagnose
 from ctxcore.analysis.explain import FIND_LIMIT, explain_text
+from ctxcore.analysis.findings import setting_said
 from ctxcore.analysis.reach import logged_vs_replay
 from ctxcore.analysis.sent import of_build
 
@@ -98,17 +99,40 @@ def run_diagnosis(key: str, trace: Trace, answer: str, logged: Logged, limit: Op
     return result
 
 
-def pipeline_rules(key: str, trace: Trace) -> tuple[str, list[str], list[str]]:
-    """The policy the logged pipeline appears to follow, as markdown-escaped text (ids and numbers come from the
-    log): the heading, one line per rule, and what the replay cannot reproduce; no lines without a logged
-    prompt. Remembered per input: it is read off what was retrieved and sent, which no control changes."""
+def policy_of(key: str, trace: Trace) -> pipeline_policy.Policy:
+    """The policy the logged pipeline appears to follow, remembered per input: it is read off what was
+    retrieved and sent, which no control changes (an empty one without a logged prompt)."""
     cache = st.session_state.setdefault(_POLICIES, {})
     wanted = (key, trace.query)
     if wanted not in cache:
         if len(cache) >= 16:
             cache.pop(next(iter(cache)))
-        cache[wanted] = pipeline_policy.of(trace) if trace.logged is not None else pipeline_policy.Policy()
-    found = cache[wanted]
+        cache[wanted] = pipeline_policy.of(trace) if trace.logged is not None and trace.logged.prompt_text \
+            else pipeline_policy.Policy()
+    return cache[wanted]
+
+
+def open_in_policy(key: str, loaded: Loaded, trace: Trace) -> bool:
+    """The first time an imported run is shown here, set the controls to the policy its pipeline appears to
+    follow: the replay starts as the user's pipeline, so a fix's Apply changes exactly what the fix says
+    (True: the page must rerun). A sample opens in its failure state instead."""
+    ss = st.session_state
+    if ss.get("dx.policy_opened") == key or failure_state(loaded) is not None:
+        return False
+    ss["dx.policy_opened"] = key
+    policy = policy_of(key, trace)
+    config = policy.config(Config())[0]
+    if not policy.rules or config == trace.config:
+        return False
+    apply_config(config.to_dict(), loaded.source)
+    return True
+
+
+def pipeline_rules(key: str, trace: Trace) -> tuple[str, list[str], list[str]]:
+    """The policy the logged pipeline appears to follow, as markdown-escaped text (ids and numbers come from the
+    log): the heading, one line per rule, and what the replay cannot reproduce; no lines without a logged
+    prompt."""
+    found = policy_of(key, trace)
     lines = [f"{md_escape(pipeline_policy.said(r))} ({md_escape(r.evidence)}) · {r.confidence}" for r in found.rules]
     return md_escape(pipeline_policy.HEADING), lines, [md_escape(c) for c in found.cannot]
 
@@ -122,8 +146,37 @@ def decisive_text(trace: Trace, finding) -> Optional[tuple[str, str]]:
     return (cid, c.text) if c is not None else None
 
 
-def fix_text(fix: Optional[dict]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in (fix or {}).items())
+def fix_text(finding) -> str:
+    """The fix as the page leads with it: the change to the user's pipeline first, the ctxcore setting after."""
+    return finding.fix_said or setting_said(finding.fix)
+
+
+def fix_label(finding) -> str:
+    return ("Verified fix" if finding.fix_verified else "Suggested, not verified" if finding.fix
+            else "What to change in your pipeline")
+
+
+def fix_controls(trace: Trace, finding) -> dict:
+    """The controls Apply starts from: the replay's, with the pipeline's own settings the fix was proved on."""
+    return {**trace.config.to_dict(), **(finding.base or {})}
+
+
+def passage_texts(trace: Trace, diagnosis: Diagnosis, finding) -> tuple[str, str]:
+    """The decisive passage as the model read it in the prompt that was sent (the part sent, when it was cut),
+    and as it stands in the replay (joined with the chunks merged into it; for an outdated version, the newer one
+    that replaces it): plain text, shown as text."""
+    cid = finding.ids[0]
+    c = next(c for c in trace.candidates if c.id == cid)
+    p = diagnosis.sent.passage(cid)
+    before = "(not in the prompt that was sent)" if p is None else c.text[:round(len(c.text) * p.share)] if p.cut \
+        else c.text
+    d = trace.decision(finding.ids[1] if finding.kind == "outdated_version_sent" else cid)  # the newer one replaces it
+    if d.merged_into:
+        d = trace.decision(d.merged_into)
+    if d.fate != "kept":
+        return before, f"(not in the replay: {d.reason})"
+    head = next(c for c in trace.candidates if c.id == d.id)
+    return before, d.text or head.text
 
 
 def before_after(trace: Trace, diagnosis: Diagnosis, finding) -> dict:
@@ -236,5 +289,6 @@ def diagnose_cached(key: str, trace: Trace, answer: str, logged: Logged):
 
 
 __all__ = ["MAX_PROOFS", "SEARCH_LIMIT", "SEVERITY", "apply_fix", "before_after", "claims_frame", "decisive_text", "diagnose_cached",
-           "explain_frame", "failure_state", "failure_trace", "fix_text", "logged_of", "logged_prompt_text", "marks", "model_limit",
-           "open_in_failure_state", "replay_frame", "run_diagnosis", "sent_passages_frame"]
+           "explain_frame", "failure_state", "failure_trace", "fix_controls", "fix_label", "fix_text", "logged_of",
+           "logged_prompt_text", "marks", "model_limit", "open_in_failure_state", "open_in_policy", "passage_texts",
+           "policy_of", "replay_frame", "run_diagnosis", "sent_passages_frame"]

@@ -19,6 +19,8 @@ trace = ctxui.safe_build(key, loaded, query)
 if trace is None:
     st.stop()
 
+if ctxui.open_in_policy(key, loaded, trace):  # an imported run: the controls start as its pipeline's policy
+    st.rerun()
 logged = ctxui.logged_of(loaded)
 answer_key = f"dx.answer.{key[:16]}"
 answer = st.session_state.get(answer_key, logged.answer or "")
@@ -49,15 +51,16 @@ else:
             st.text(passage[1])
         for consequence in root.folded:
             st.markdown(f"- {ctxui.md_escape(consequence)}")
-        if root.fix:
+        if root.fix or root.fix_said:
             left, right = st.columns([4, 1], vertical_alignment="center")
-            left.markdown(("**Verified fix**: " if root.fix_verified else "**Suggested, not verified**: ")
-                          + ctxui.md_escape(ctxui.fix_text(root.fix)))
+            left.markdown(f"**{ctxui.fix_label(root)}**: " + ctxui.md_escape(ctxui.fix_text(root)))
+            left.caption(ctxui.md_escape(root.technical))
             if root.proof:
                 left.caption(ctxui.md_escape(root.proof))
-            right.button("Apply", key="dx.fix.root", type="primary", on_click=ctxui.apply_fix,
-                         args=(trace.config.to_dict(), root.fix, root.kind, root.ids),
-                         help="Set the controls to this fix and show the prompt before and after")
+            if root.fix:
+                right.button("Apply", key="dx.fix.root", type="primary", on_click=ctxui.apply_fix,
+                             args=(ctxui.fix_controls(trace, root), root.fix, root.kind, root.ids),
+                             help="Set the controls to this fix and show the passage before and after")
         elif root.proof:
             st.caption(ctxui.md_escape(root.proof))
         if root.resolved or (applied and applied.get("kind") == root.kind and tuple(applied["ids"]) == root.ids):
@@ -67,6 +70,11 @@ else:
             b, a = st.columns(2)
             b.metric(f"Before: {ba['id']} in the prompt that was sent", ba["before_short"])
             a.metric(f"After: {ba['id']} in the replay", ba["after_short"])
+            was, now = ctxui.passage_texts(trace, dx, root)
+            b.caption("The passage as the model read it:")
+            b.text(was)
+            a.caption("The passage in the replay:")
+            a.text(now)
 
 others = [f for f in dx.causes[1:]]
 if others:
@@ -77,11 +85,12 @@ if others:
             head.markdown(f"**{ctxui.SEVERITY[f.severity]}** · {ctxui.md_escape(f.title)}"
                           + (" · resolved in the replay" if f.resolved else ""))
             head.text(f.evidence)
+            if f.fix or f.fix_said:
+                act.caption(f"{ctxui.fix_label(f)}: " + ctxui.md_escape(ctxui.fix_text(f)))
             if f.fix:
-                act.caption(("verified fix" if f.fix_verified else "suggested, not verified") + ": "
-                            + ctxui.md_escape(ctxui.fix_text(f.fix)))
                 act.button("Apply", key=f"dx.fix.{i}", on_click=ctxui.apply_fix,
-                           args=(trace.config.to_dict(), f.fix, f.kind, f.ids), help="Set the controls to this fix")
+                           args=(ctxui.fix_controls(trace, f), f.fix, f.kind, f.ids),
+                           help="Set the controls to this fix")
 
 answer = st.text_area("The model's answer (citations are checked against the prompt that was sent)",
                       value=logged.answer or "", key=answer_key, height=110)

@@ -50,7 +50,9 @@ def test_build_explain_and_check_answer_accept_every_format(name):
 def test_explain_finds_the_cut_and_the_missing_passage_in_a_logged_prompt():
     code, out, _ = cli("explain", TRACES / "phoenix_truncated_prompt.json", "--format", "json")
     found = json.loads(out)
-    assert (found[0]["kind"], found[0]["ids"][0], found[0]["fix_verified"]) == ("prompt_cut_off", "kb-207#1", True)
+    # the logged pipeline's policy already sends kb-207#1 whole: no setting to change, the fix is in the pipeline
+    assert (found[0]["kind"], found[0]["ids"][0], found[0]["fix"]) == ("prompt_cut_off", "kb-207#1", None)
+    assert found[0]["proof"] == "the replay of your pipeline's rules sends it whole, with the question last"
     assert ("not_sent", "kb-207#2") in {(f["kind"], f["ids"][0]) for f in found if f["ids"]}
 
 
@@ -82,7 +84,7 @@ def _diagnose_page(upload: str) -> AppTest:
 def test_diagnose_page_shows_findings_search_answer_and_logged_versus_replay():
     at = _diagnose_page("phoenix_truncated_prompt.json")
     page = " ".join(str(m.value) for m in at.markdown) + " ".join(str(t.value) for t in at.text)
-    assert "the prompt was cut off inside kb-207#1: only 41% of its text was sent" in page.replace("\\", "")
+    assert "The prompt was cut off in the middle of kb-207#1: only 41% of its text was sent." in page.replace("\\", "")
     frames = [df.value for df in at.dataframe]
     answer = next(f for f in frames if "verdict" in f.columns)
     assert set(answer["verdict"]) == {"ok"}

@@ -229,8 +229,10 @@ def cause_achieved(trace, f) -> bool:
     from ctxcore.analysis.diagnosis import KINDS
 
     assert f.kind in KINDS or f.kind.startswith(("answer_", "missing_", "cut_")), f.kind
-    after = rebuild(trace, f.fix)
+    after = rebuild(trace, {**f.base, **f.fix})  # the logged pipeline's policy plus the fix
     d = after.decision(f.ids[0])
+    if f.kind == "per_document_cap":
+        return after.decision(f.ids[1]).fate == "kept" and d.merged_into == f.ids[1]
     if f.kind == "buried_in_middle":
         return d.fate == "kept" and d.position in (1, len(after.kept()))
     if f.kind == "outdated_version_sent":
@@ -244,7 +246,8 @@ def cause_achieved(trace, f) -> bool:
 
 DIAGNOSED = [os.path.join(ROOT, "sample_data", n) for n in sorted(os.listdir(os.path.join(ROOT, "sample_data")))
              if n.endswith(".json")] + sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "traces", "*.*")) +
-                                              glob.glob(os.path.join(ROOT, "tests", "fixtures", "diagnose", "*.js*")))
+                                              glob.glob(os.path.join(ROOT, "tests", "fixtures", "diagnose", "*.js*")) +
+                                              glob.glob(os.path.join(ROOT, "tests", "fixtures", "causes", "*.js*")))
 DIAGNOSED = [p for p in DIAGNOSED if not p.endswith(NOT_ALONE)]
 
 

@@ -51,12 +51,12 @@ def test_kept_passages_at_the_edges_and_in_the_middle():
               "it is in the prompt as [S5], at position 5 of 5", "S5", 5, None),
         # sandwich puts the second best last
         "b": ("b", "kept", "select", picked(2, 0.8, 15, 30), {"order": "sandwich"}, True,
-              "it is kept but sits at position 4 of 5, in the weak middle", "S4", 4, None),
+              "it is kept but sits at position 4 of 5, in the middle where models read least", "S4", 4, None),
         # third and fourth best stay inside under sandwich and rank: no fix
         "c": ("c", "kept", "select", picked(3, 0.7, 15, 45), None, False,
-              "it is kept but sits at position 3 of 5, in the weak middle", "S3", 3, None),
+              "it is kept but sits at position 3 of 5, in the middle where models read least", "S3", 3, None),
         "d": ("d", "kept", "select", picked(4, 0.6, 15, 60), None, False,
-              "it is kept but sits at position 2 of 5, in the weak middle", "S2", 2, None),
+              "it is kept but sits at position 2 of 5, in the middle where models read least", "S2", 2, None),
         "e": ("e", "kept", "select", picked(5, 0.5, 15, 75), None, False,
               "it is in the prompt as [S1], at position 1 of 5", "S1", 1, None),
     }
@@ -68,7 +68,7 @@ def test_the_weakest_passage_in_the_middle_is_moved_last_by_rank_order():
              Candidate("b", "text b words", 0.8)]
     t = build(cands, "q", Config(budget=500, order="original"))
     assert record(explain(t, "w")) == ("w", "kept", "select", picked(3, 0.1, 15, 45), {"order": "rank"}, True,
-                                       "it is kept but sits at position 2 of 3, in the weak middle", "S2", 2, None)
+                                       "it is kept but sits at position 2 of 3, in the middle where models read least", "S2", 2, None)
 
 
 def test_over_budget_needs_the_budget_of_both_passages():
@@ -226,7 +226,7 @@ KEPT_R = ("r", "kept", "select", picked(3, 0.5, 26, 84), None, False,
 KEPT_S = ("s", "kept", "select", picked(1, 0.9, 30, 30), None, False,
           "it is in the prompt as [S1], at position 1 of 3", "S1", 1, None)
 KEPT_W = ("w", "kept", "select", picked(2, 0.7, 28, 58), {"order": "sandwich"}, True,
-          "it is kept but sits at position 2 of 3, in the weak middle", "S2", 2, None)
+          "it is kept but sits at position 2 of 3, in the middle where models read least", "S2", 2, None)
 
 
 def test_find_and_explain_text_with_a_limit():
@@ -288,7 +288,7 @@ def test_findings_dropped_for_budget_and_buried_in_middle():
         finding("dropped_for_budget", 3, "big (score 0.95) was dropped for budget",
                 "needs 60 tokens (60 text + 0 label) but only 5 of the 45-token docs budget were left; weaker passages "
                 "were kept", {"budget": 100}, True, ["big"]),
-        finding("buried_in_middle", 3, "the best passage best sits in the weak middle", "position 3 of 4 in the prompt",
+        finding("buried_in_middle", 3, "the best passage best sits in the middle where models read least", "position 3 of 4 in the prompt",
                 {"order": "sandwich"}, True, ["best"])]
 
 
@@ -421,7 +421,7 @@ def test_findings_stale_kept_and_newest_dropped():
     assert record(explain(t5, "new")) == (
         "new", "over_budget", "select", "needs 5 tokens (5 text + 0 label) but only 1 of the 5-token docs budget were "
                                         "left", {"prefer_newest": True}, True,
-        "prefer_newest=True frees enough of the docs budget to keep it; so would a docs budget of 9 tokens (now 5)",
+        "dropping older versions of a passage (ctxcore: prefer_newest on) frees enough of the docs budget to keep it; so would a docs budget of 9 tokens (now 5)",
         None, None, None)
     assert records(findings(t5)) == [stale, finding(
         "newest_version_dropped", 3, newest,
@@ -447,13 +447,13 @@ def test_findings_best_passage_by_score_then_by_retrieval_order():
                 Candidate("u2", "text two here", None, doc_id="d", chunk_index=1),
                 Candidate("u3", "text three here", None, doc_id="d", chunk_index=3)]
     t = build(unscored, "q", Config(budget=500, order="document"))
-    assert records(findings(t)) == [finding("buried_in_middle", 3, "the best passage u1 sits in the weak middle",
+    assert records(findings(t)) == [finding("buried_in_middle", 3, "the best passage u1 sits in the middle where models read least",
                                             "position 2 of 3 in the prompt", {"order": "sandwich"}, True, ["u1"])]
     # a scored passage beats an unscored one retrieved first
     mixed = [Candidate("u1", "text one here", None), Candidate("s1", "text s one", 0.4),
              Candidate("s2", "text s two", 0.9), Candidate("s3", "text s three", 0.2)]
     t = build(mixed, "q", Config(budget=500, order="original"))
-    assert records(findings(t)) == [finding("buried_in_middle", 3, "the best passage s2 sits in the weak middle",
+    assert records(findings(t)) == [finding("buried_in_middle", 3, "the best passage s2 sits in the middle where models read least",
                                             "position 3 of 4 in the prompt", {"order": "sandwich"}, True, ["s2"])]
 
 

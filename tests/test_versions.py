@@ -82,8 +82,8 @@ def test_the_outdated_version_finding_names_the_same_section_of_the_new_version(
     root = diagnose(t, sent=sent).root
     assert (root.kind, root.ids) == ("outdated_version_sent", ("hp-wording-v3.1#7.2", "hp-wording-v4.0#7.2"))
     # (near-dedup dropped the newer #7.2 as a copy of the older one: the stale filter was off)
-    assert root.title == ("an outdated version of hp-wording (#7.2), hp-wording-v3.1#7.2, was sent while the newer "
-                          "hp-wording-v4.0#7.2 was retrieved but never sent")
+    assert root.title == ("The prompt carried an older version of hp-wording (#7.2), hp-wording-v3.1#7.2 (3.1); the "
+                          "newer hp-wording-v4.0#7.2 (4.0) was retrieved but not sent.")
 
 
 @pytest.mark.parametrize("newer, stale", [

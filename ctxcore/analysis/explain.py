@@ -143,8 +143,18 @@ def _freeing_fixes(case: Case, cid: str) -> list[dict]:
     return out
 
 
+_FREEING_SAID = {"prefer_newest": "dropping older versions of a passage", "near_dup": "removing near-copies"}
+
+
 def _describe(fix: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in fix.items())
+    """A freeing setting in plain words first, the ctxcore setting second.
+
+    >>> _describe({"prefer_newest": True})
+    'dropping older versions of a passage (ctxcore: prefer_newest on)'
+    """
+    plain = " and ".join(_FREEING_SAID.get(k, k) for k in fix)
+    setting = ", ".join(f"{k} {'on' if v is True else v}" for k, v in fix.items())
+    return f"{plain} (ctxcore: {setting})"
 
 
 def explain(trace: Trace, cid: str) -> Explanation:
@@ -155,7 +165,7 @@ def explain(trace: Trace, cid: str) -> Explanation:
     if d.fate == "kept":
         n = len(trace.kept())
         if 1 < d.position < n:
-            note = f"it is kept but sits at position {d.position} of {n}, in the weak middle"
+            note = f"it is kept but sits at position {d.position} of {n}, in the middle where models read least"
             for order in ("sandwich", "rank"):
                 t = case.run(order=order)
                 if t.decision(cid).fate == "kept" and t.decision(cid).position in (1, len(t.kept())):
@@ -311,7 +321,8 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
                    else -by_id[d.id].score)
         if 1 < best.position < len(kept):
             e = explain(trace, best.id)
-            out.append(Finding("buried_in_middle", 3, f"the best passage {best.id} sits in the weak middle",
+            out.append(Finding("buried_in_middle", 3,
+                               f"the best passage {best.id} sits in the middle where models read least",
                                f"position {best.position} of {len(kept)} in the prompt", e.fix, e.fix_verified,
                                (best.id,)))
 

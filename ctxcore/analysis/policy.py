@@ -28,6 +28,8 @@ from ..stages.tokens import get_tokenizer
 from .reach import normalise
 from .sent import DEFAULT_NEAR, reconstruct
 
+STRONGEST = 200  # not-sent passages checked for copies of a sent one, strongest first (a copy held back scores
+#                 like the passage it repeats; a 10k-candidate run is not compared pair by pair)
 CONFIDENCES = ("stated", "certain", "likely", "guess")
 HEADING = "Your pipeline appears to:"
 
@@ -297,17 +299,18 @@ def _history_tokens(trace: Trace, prompt: str) -> int:
                if t.get("content") and normalise(t["content"]) in hay)
 
 
-def _skipped(trace: Trace, sent: Sent) -> Optional[tuple[str, int]]:
+def _skipped(trace: Trace, sent: Sent, strongest: list) -> Optional[tuple[str, int]]:
     """The best not-sent passage that out-scored a sent one, is not a copy or another version of one, and
     that a budget walk by score would have skipped: with the sent passages that out-scored it, it takes more
-    than the whole sent evidence, so some budget keeps every sent passage and not it."""
+    than the whole sent evidence, so some budget keeps every sent passage and not it. ``strongest``: the
+    not-sent passages in rank order, the first ``STRONGEST``."""
     by_id = {c.id: c for c in trace.candidates}
     sent_ids = [p.id for p in sent.passages]
     scores = [by_id[i].score for i in sent_ids if by_id[i].score is not None]
     if not scores:
         return None
     docs = {by_id[i].doc_id for i in sent_ids if by_id[i].doc_id}
-    for c in rank_order(by_id[i] for i in sent.not_sent):
+    for c in strongest:
         if c.score is None or c.score <= min(scores):
             return None
         before = sum(p.tokens for p in sent.passages if (by_id[p.id].score or 0) > c.score)
@@ -330,7 +333,10 @@ def skipped_by_budget(before: int, tokens: int, evidence: int) -> bool:
 def _copy_of(c, others) -> Optional[tuple[str, float]]:
     cw = words(c.text)
     for o in others:
-        s = jaccard(cw, words(o.text))
+        ow = words(o.text)
+        if min(len(cw), len(ow)) < DEFAULT_NEAR * max(len(cw), len(ow)):
+            continue  # word sets this unequal in size cannot reach the similarity: no need to compare them
+        s = jaccard(cw, ow)
         if s >= DEFAULT_NEAR:
             return o.id, s
     return None
@@ -347,6 +353,9 @@ def rules_of(trace: Trace, sent: Sent) -> list[Rule]:
     first_k = set(sent_ids) == set(retrieved[:len(sent_ids)])
     low = min(scored) if scored else None
     top_n = stated.get("top_n")
+    ranked = rank_order(trace.candidates)
+    not_sent = set(sent.not_sent)
+    strongest = [c for c in ranked if c.id in not_sent][:STRONGEST]
     out = [
         passages_rule(len(sent_ids), len(retrieved), top_n if isinstance(top_n, int) else None),
         threshold_rule(scored, not_scored, first_k, _number(stated.get("min_score"))),
@@ -354,11 +363,11 @@ def rules_of(trace: Trace, sent: Sent) -> list[Rule]:
                           [(i, by_id[i].doc_id, low is not None and (by_id[i].score or 0) > low)
                            for i in sent.not_sent]),
         dedup_rule([(p.id, p.duplicate_of, p.similarity or 1.0) for p in sent.passages if p.duplicate_of],
-                   [i for i in sent.not_sent if _copy_of(by_id[i], [by_id[s] for s in sent_ids])]),
+                   [c.id for c in strongest if _copy_of(c, [by_id[s] for s in sent_ids])]),
         versions_rule([(p.id, p.superseded_by, p.superseded_by in set(sent_ids)) for p in sent.passages
                        if p.superseded_by]),
-        order_rule(sent_ids, retrieved, [c.id for c in rank_order(trace.candidates)]),
-        budget_rule(sent.evidence_tokens, _skipped(trace, sent)),
+        order_rule(sent_ids, retrieved, [c.id for c in ranked]),
+        budget_rule(sent.evidence_tokens, _skipped(trace, sent, strongest)),
         history_rule(_history_tokens(trace, logged.prompt_text or ""), trace.config.window),
         reranker_rule(logged.reranker, len(logged.reranked), len(logged.reranker_cut)),
         truncation_rule([(p.id, p.position, p.share) for p in sent.passages if p.cut], len(sent.passages)),
@@ -421,7 +430,9 @@ def _fit(trace: Trace, settings: dict, sent_ids: set, budget_likely: bool) -> di
     lost = any(first.decision(i).fate == "over_budget" for i in sent_ids)  # the budget's doing, not the count's
     if not budget_likely and not lost:
         return settings
-    roomy = build(trace.candidates, trace.query, config.replace(
+    # the sent passages' own costs: a build of them alone (the others cannot change what a sent one costs, and
+    # rendering every retrieved passage of a 10k-candidate run is what made this slow)
+    roomy = build(tuple(c for c in trace.candidates if c.id in sent_ids), trace.query, config.replace(
         budget=min(MAX_TOKENS, 10 * first.budget.safe_input + 10_000), max_passages=None), trace.inputs)
     cost = sum(d.cost or 0 for d in roomy.decisions if d.fate == "kept" and d.id in sent_ids)
     return {**settings, "budget": max(cost, evidence_cost(first)) if not budget_likely else cost}
@@ -432,14 +443,16 @@ def _differs(settings: dict) -> dict:
     return {k: v for k, v in sorted(settings.items()) if getattr(defaults, k) != v}
 
 
-def infer(trace_or_loaded) -> Policy:
-    """The policy of an imported run whose log holds the prompt that was sent; an empty one otherwise."""
+def infer(trace_or_loaded, sent: Optional[Sent] = None) -> Policy:
+    """The policy of an imported run whose log holds the prompt that was sent; an empty one otherwise. ``sent``:
+    the sent context when the caller has already read it (a diagnosis: read once, not twice)."""
     trace = trace_or_loaded.build() if not isinstance(trace_or_loaded, Trace) else trace_or_loaded
     logged = trace.logged
     if logged is None or not logged.prompt_text:
         return Policy()
-    sent = logged.sent if logged.sent is not None and logged.sent.source == "logged" \
-        else reconstruct(trace, logged.prompt_text)
+    if sent is None or sent.source != "logged":
+        sent = logged.sent if logged.sent is not None and logged.sent.source == "logged" \
+            else reconstruct(trace, logged.prompt_text)
     rules = rules_of(trace, sent)
     settings, cannot = settings_of(rules, len(trace.candidates), _stated(logged))
     if sent.passages:
@@ -474,10 +487,10 @@ def attach(trace: Trace) -> Trace:
     return dataclasses.replace(trace, logged=dataclasses.replace(logged, policy=infer(trace).to_dict()))
 
 
-def of(trace: Trace) -> Policy:
-    """The trace's policy: the stored one when a saved trace carries it, else inferred."""
+def of(trace: Trace, sent: Optional[Sent] = None) -> Policy:
+    """The trace's policy: the stored one when a saved trace carries it, else inferred (from ``sent`` if given)."""
     stored = trace.logged.policy if trace.logged is not None else None
-    return Policy.from_dict(stored) if stored is not None else infer(trace)
+    return Policy.from_dict(stored) if stored is not None else infer(trace, sent)
 
 
 def reason_for(policy: Policy, trace: Trace, cid: str, sent: Sent) -> Optional[Rule]:
@@ -490,13 +503,21 @@ def reason_for(policy: Policy, trace: Trace, cid: str, sent: Sent) -> Optional[R
         ("per_document", lambda r: c.doc_id is not None and c.doc_id in {by_id[i].doc_id for i in sent_ids}),
         ("dedup", lambda r: r.value is True and _copy_of(c, [by_id[i] for i in sent_ids]) is not None),
         ("budget", lambda r: r.evidence.split("; ")[-1].startswith(f"{cid} (")),
-        ("passages", lambda r: cid not in sent_ids),
+        ("passages", lambda r: cid not in sent_ids and _after_all(trace, c, [by_id[i] for i in sent_ids])),
     )
     for kind, applies in checks:
         r = rule(kind)
         if r is not None and applies(r):
             return r
     return None
+
+
+def _after_all(trace: Trace, c, sent) -> bool:
+    """Whether a top-k cut explains leaving ``c`` out: every sent passage came before it, by score or in the
+    order retrieval returned them (a passage first on both counts was not cut by a top-k)."""
+    place = {x.id: i for i, x in enumerate(trace.candidates)}
+    by_score = c.score is None or all(s.score is not None and s.score >= c.score for s in sent)
+    return by_score or all(place[s.id] < place[c.id] for s in sent)
 
 
 # --- in words ----------------------------------------------------------------------------------------------
