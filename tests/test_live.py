@@ -99,7 +99,8 @@ def test_explain_over_the_store_names_the_passage_never_sent(endpoint):
     assert run(["explain", "store:#latest", "--format", "json"], out=out) == 0
     findings = json.loads(out.getvalue())
     assert [(f["kind"], f["role"], f["title"], f["fix"], f["fix_verified"]) for f in findings] == [
-        ("not_sent", "cause", "doc-3 (score 0.61) was retrieved but never sent", {"select": "score"}, True)]
+        ("not_sent", "cause", "doc-3 (score 0.61) was retrieved but never sent: your pipeline appears to send the "
+         "top 2 passages (sent 2 of the 3 passages retrieved).", {"max_passages": 3}, True)]
 
 
 # --- bad input on the wire: the status the specification names, a log line, nothing stored lost -----------------
@@ -314,7 +315,10 @@ def test_a_live_run_opens_in_diagnose_and_saves_as_a_case(endpoint, data_dir):
     _page(at)
     assert at.session_state["ctx.loaded"].query == lp.QUERY
     assert at.subheader[0].value == "Root cause"   # the Diagnose page, on the live run
-    assert "**doc\\-3 \\(score 0\\.61\\) was retrieved but never sent**" in [m.value for m in at.markdown]
+    shown = [m.value for m in at.markdown]
+    assert any(m.startswith("**doc\\-3 \\(score 0\\.61\\) was retrieved but never sent\\: your pipeline appears to "
+                            "send the top 2 passages") for m in shown), shown
+    assert "**Verified fix**: send 3 passages instead of 2 \\(ctxcore\\: max\\_passages 3\\)" in shown
 
 
 def test_serve_refuses_a_retention_limit_below_one(capsys):

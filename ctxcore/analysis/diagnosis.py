@@ -19,7 +19,8 @@ several are present (the first is the one that explains the rest):
 ``conflicting_sources``    two sent passages disagree and the answer took the wrong one: like an outdated
                            version, it is what the answer says, so it outranks what was left out
 ``reranker_cut``           the decisive passage never reached context construction: nothing downstream
-                           (window, copies, order) could have sent it, so it explains their notes
+                           (window, copies, order) could have sent it, so it explains their notes -- unless
+                           copies filled the step's slots: then the copies come first and the cut is theirs
 ``history_crowding``       the history took the window: why the prompt had no room, so it comes before
                            the window and crowding causes it produces
 ``prompt_over_window``     the recounted prompt is longer than the window; the strongest passage is past it
@@ -408,6 +409,20 @@ _SWALLOWS = ("prompt_cut_off", "prompt_over_window", "duplicates_crowd_out", "pa
              "history_crowding")
 
 
+def _copies_filled_the_step(causes: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """Copies that filled a reranker's or filter step's slots are why it cut the passage they crowded out: the
+    copies come first, and the step's cut of that passage is their consequence (a note), since removing the
+    copies sends it without keeping more passages."""
+    crowd = next((f for f in causes if f.kind in ("duplicates_crowd_out", "paraphrased_duplicates")), None)
+    if crowd is None:
+        return causes, []
+    cut = [f for f in causes if f.kind == "reranker_cut" and f.ids and f.ids[0] in crowd.ids]
+    if not cut:
+        return causes, []
+    rest = [f for f in causes if f is not crowd and f not in cut]
+    return [crowd] + rest, [replace(f, severity=1, role="note") for f in cut]
+
+
 def _explains(root: Finding, note: Finding) -> bool:
     return bool(set(root.ids) & set(note.ids)) or root.kind in _SWALLOWS \
         and note.kind in ("missing_from_logged_prompt", "cut_by_reranker", "not_sent")
@@ -447,6 +462,7 @@ def diagnose(trace: Trace, *, logged_prompt: Optional[str] = None, answer: Optio
     if any(f.kind == "prompt_over_window" for f in causes):  # the same tail: one cause, not two
         causes = [f for f in causes if f.kind != "prompt_cut_off" or "question" not in f.title]
     causes.sort(key=lambda f: ORDER.index(f.kind))
+    causes, filled = _copies_filled_the_step(causes)
     if any(f.kind in ("unsupported_answer", "nothing_relevant") for f in causes):
         causes = [f for f in causes if f.kind not in ("not_sent", "buried_in_middle")]
     named = {f.ids[0] for f in causes if f.kind != "not_sent" and f.ids}
@@ -455,7 +471,7 @@ def diagnose(trace: Trace, *, logged_prompt: Optional[str] = None, answer: Optio
               for f in causes]
     decisive = {i for f in causes for i in f.ids}
     quiet = [f for f in quiet if f.ids[0] not in decisive]
-    notes = quiet + cut_notes(ctx, decisive) + answer_notes(checks)
+    notes = filled + quiet + cut_notes(ctx, decisive) + answer_notes(checks)
     missing, more = missing_notes(ctx, decisive | {i for f in quiet for i in f.ids})
     notes += missing
     if not causes:

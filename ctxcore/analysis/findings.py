@@ -98,6 +98,7 @@ class Ctx:
         self.lost = sorted(sent.not_sent, key=order.__getitem__)[:CONSIDER]
         self.top = [self.by_id[cid] for cid in sorted(self.by_id, key=order.__getitem__)[:CONSIDER]]
         self.sent_words = frozenset().union(*(content_words(self.by_id[p.id].text) for p in sent.passages))
+        self._findable: Optional[frozenset] = None
 
     @property
     def config(self):
@@ -111,10 +112,20 @@ class Ctx:
         return (content_words(self.by_id[cid].text) & self.q) - self.sent_words
 
     def needed(self, cid) -> bool:
-        """About the question, and holding question words nothing sent holds: the passage the answer lacked."""
-        missing = self.q - self.sent_words
+        """About the question, and holding question words nothing sent holds: the passage the answer lacked.
+        The words it must hold are those missing from what was sent that some retrieved passage could have
+        given ("how *long*" is in no passage: no passage is blamed for not holding it)."""
         add = self.adds(cid)
-        return overlap(self.by_id[cid].text, self.q) >= RELEVANT and bool(add) and (len(add) >= 2 or add == missing)
+        return overlap(self.by_id[cid].text, self.q) >= RELEVANT and bool(add) and \
+            (len(add) >= 2 or add == self.findable)
+
+    @property
+    def findable(self) -> frozenset:
+        """The question's words that nothing sent holds but one of the strongest retrieved passages does."""
+        if self._findable is None:
+            held = frozenset().union(*(content_words(c.text) & self.q for c in self.top))
+            self._findable = (self.q - self.sent_words) & held
+        return self._findable
 
     def changes(self, fix: dict) -> bool:
         """Whether ``fix`` changes anything in the logged pipeline's settings (a fix that does not is never
