@@ -264,7 +264,10 @@ def _fetched(args) -> tuple[object, Optional[str], Optional[str]]:
     if src is None:
         return args.input, None, args.trace_id
     name, data = sources.fetch(src)
-    return data, name, args.trace_id or (src.trace if src.trace != "latest" else None)
+    # a tool's reader fetches just the trace named (a LangSmith run id names the trace around it, whose id
+    # differs), so only a store's run is picked from the export by its id
+    picked = src.trace if src.scheme == "store" and src.trace != "latest" else None
+    return data, name, args.trace_id or picked
 
 
 def _input(args):

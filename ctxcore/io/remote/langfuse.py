@@ -8,7 +8,6 @@ is the API's trace with its observations (Langfuse trace JSON). Keys: ``LANGFUSE
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Optional
@@ -16,7 +15,7 @@ from typing import Optional
 from ...errors import InputError
 from ..limits import FETCH_TIMEOUT
 from ..sources import Reader, Source, register
-from .common import Credentials, base_url, client, credential, export, refused, unreachable
+from .common import Credentials, base_url, client, credential, refused, unreachable
 
 KEYS = ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY")
 _URL = re.compile(r"^(https?://[^\s?#]+?)/project/[^/\s?#]+/traces"
@@ -45,14 +44,26 @@ def fetch(source: Source, credentials: Credentials = None) -> tuple[str, bytes]:
     httpx = client("httpx", "langfuse", source)
     api = client("langfuse.api", "langfuse", source)
     errors = client("langfuse.api.core.api_error", "langfuse", source)
+    answers: list = []  # the server's own bytes: the export is what it sent, not the client's re-encoding of it
+    http = httpx.Client(timeout=FETCH_TIMEOUT, event_hooks={"response": [lambda r: answers.append(r.read())]})
     try:
-        trace = api.LangfuseAPI(base_url=url, username=public, password=secret, x_langfuse_public_key=public,
-                                timeout=FETCH_TIMEOUT).trace.get(source.trace)
+        api.LangfuseAPI(base_url=url, username=public, password=secret, x_langfuse_public_key=public,
+                        httpx_client=http).trace.get(source.trace)
     except errors.ApiError as err:
         raise refused(err.status_code, source, " and ".join(KEYS)) from None
     except httpx.TransportError as err:
         raise unreachable(source, err) from None
-    return export(f"langfuse-{source.trace}.json", json.loads(trace.json()))
+    except ValueError as err:  # pydantic's ValidationError: a field this client version expects is missing;
+        if not answers:        # the format reader, not the client, decides whether the trace can be read
+            raise InputError(f"the server's answer could not be read ({_first(err)})", source=str(source)) from None
+    finally:
+        http.close()
+    return f"langfuse-{source.trace}.json", answers[-1]
+
+
+def _first(err: Exception) -> str:
+    """The first line of a client's error, which is all a user needs to report it."""
+    return (str(err).splitlines() or [type(err).__name__])[0][:160]
 
 
 register(Reader("langfuse", fetch, recognise, help="langfuse:https://cloud.langfuse.com#TRACE_ID, or a trace's URL"))
