@@ -78,6 +78,8 @@ def open_from(page: str) -> None:
                                            help="Default: LANGFUSE_SECRET_KEY. Used for this fetch only.")
             submitted = st.form_submit_button("Open")
     if submitted:
+        for field in ("key", "secret"):  # used for this fetch only: not kept in the session past it
+            st.session_state.pop(f"{page}.of.{field}", None)
         _open(where, tool, trace_id, key, secret)
 
 
