@@ -141,6 +141,11 @@ class _Replay(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if path.startswith("/deny/"):
             return self._send(401, b"You are not authenticated. Please see the documentation.")
+        if path == "/old/arize_phoenix_version":  # a Phoenix from before the trace filter of GET .../spans
+            return self._send(200, b"13.0.0")
+        if path == "/old/v1/projects":
+            return self._send(200, {"data": [{"name": "default", "id": "UHJvamVjdDox", "description": None}],
+                                    "next_cursor": None})
         if path.startswith("/api/public/traces/"):
             return self._langfuse(path.rsplit("/", 1)[1])
         return self._langsmith(method, path.removeprefix("/api/v1"))
@@ -245,6 +250,11 @@ def _errors(replay: str, closed: str) -> list[tuple[str, dict, str]]:
         (f"langsmith:{closed}#{LANGSMITH_TRACE}", {}, f"langsmith:{closed}#{LANGSMITH_TRACE}: " + refused.format(closed)),
         (f"phoenix:{replay}/deny#abc", {}, f"phoenix:{replay}/deny#abc: the server refused the credentials (HTTP 401): "
          "check PHOENIX_API_KEY"),
+        (f"{replay}/deny/projects/UHJvamVjdDox/traces/{'ab' * 16}", {}, f"phoenix:{replay}/deny/projects/UHJvamVjdDox#"
+         f"{'ab' * 16}: the server refused the credentials (HTTP 401): check PHOENIX_API_KEY"),
+        (f"phoenix:{replay}/old#abc", {}, f"phoenix:{replay}/old#abc: the Phoenix client cannot fetch from this server: "
+         "The 'trace_id' query parameter on GET /v1/projects/{id}/spans requires Phoenix >= 13.9.0, but connected to "
+         "server 13.0.0. Please upgrade your Phoenix server."),
         (f"mlflow:{replay}/deny#tr-1", {}, f"mlflow:{replay}/deny#tr-1: the server refused the credentials (HTTP 401): "
          "check MLFLOW_TRACKING_TOKEN, MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_PASSWORD"),
         (f"phoenix:{closed}#abc", {}, f"phoenix:{closed}#abc: " + refused.format(closed)),

@@ -4,6 +4,7 @@ naming the source, never a client's traceback."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from types import ModuleType
@@ -22,7 +23,7 @@ _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
 def client(module: str, package: str, source: Source) -> ModuleType:
     """The tool's client module, imported only when a fetch runs; one line when it is not installed."""
     try:
-        return __import__(module, fromlist=["_"])
+        return importlib.import_module(module)
     except ImportError:
         raise InputError(f"fetching from {source.scheme} needs its client: pip install {package} "
                          "(or pip install -r requirements-servers.txt)", source=str(source)) from None

@@ -53,9 +53,9 @@ def fetch(source: Source, credentials: Credentials = None) -> tuple[str, bytes]:
     ls = langsmith.Client(api_url=url, api_key=key, timeout_ms=int(FETCH_TIMEOUT * 1000),
                           retry_config=retry.Retry(total=0), auto_batch_tracing=False)
     try:
-        runs = _runs(ls, source.trace)
+        runs = _runs(ls, source.trace, source)
         if not runs:
-            runs = _runs(ls, str(ls.read_run(source.trace).trace_id))
+            runs = _runs(ls, str(ls.read_run(source.trace).trace_id), source)
     except utils.LangSmithError as err:
         raise _one_line(err, utils, source) from None
     finally:
@@ -65,12 +65,13 @@ def fetch(source: Source, credentials: Credentials = None) -> tuple[str, bytes]:
     return export(f"langsmith-{source.trace}.json", runs)
 
 
-def _runs(ls, trace: str) -> list[dict]:
+def _runs(ls, trace: str, source: Source) -> list[dict]:
     runs = []
     for run in ls.list_runs(trace_id=trace, limit=MAX_SPANS + 1):
         runs.append(run.model_dump(mode="json", exclude={"attachments"}))
     if len(runs) > MAX_SPANS:
-        raise InputError(f"the trace has more than {MAX_SPANS:,} runs; the limit is {MAX_SPANS:,}", source=trace)
+        raise InputError(f"the trace has more than {MAX_SPANS:,} runs; the limit is {MAX_SPANS:,}",
+                         source=str(source))
     return runs
 
 

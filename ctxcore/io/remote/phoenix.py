@@ -36,13 +36,15 @@ def fetch(source: Source, credentials: Credentials = None) -> tuple[str, bytes]:
     """The trace's spans, from the project the source names or else from the first project that has them."""
     httpx = client("httpx", "arize-phoenix-client", source)
     phoenix = client("phoenix.client", "arize-phoenix-client", source)
+    exceptions = client("phoenix.client.exceptions", "arize-phoenix-client", source)
     base, _, project = base_url(source).partition("/projects/")
     key = credential(KEY, credentials, os.environ)
     http = httpx.Client(base_url=base + "/", timeout=FETCH_TIMEOUT,
                         headers={"Authorization": f"Bearer {key}"} if key else {})
     try:
         px = phoenix.Client(base_url=base, http_client=http)
-        projects = [project] if project else [p["name"] for p in px.projects.list()]
+        found = [px.projects.get(project_id=project)] if project else px.projects.list()
+        projects = [p["name"] for p in found]  # the UI's URL names a project by its id; spans are asked by name
         for name in projects:
             spans = px.spans.get_spans(project_identifier=name, trace_ids=[source.trace], limit=MAX_SPANS + 1,
                                        timeout=FETCH_TIMEOUT)
@@ -55,6 +57,8 @@ def fetch(source: Source, credentials: Credentials = None) -> tuple[str, bytes]:
         raise refused(err.response.status_code, source, KEY) from None
     except httpx.TransportError as err:
         raise unreachable(source, err) from None
+    except exceptions.PhoenixException as err:  # e.g. a server older than the trace filter (Phoenix 13.9)
+        raise InputError(f"the Phoenix client cannot fetch from this server: {err}", source=str(source)) from None
     finally:
         http.close()
     where = f"project {project!r}" if project else f"any of its {len(projects)} projects"
