@@ -21,7 +21,7 @@ from .stages.budget import describe as describe_budget
 from .analysis.diagnosis import diagnose
 from .errors import BuildError, InputError
 from .analysis.explain import FIND_LIMIT, explain_text, find
-from .io import sources
+from .io import remote, sources  # noqa: F401 - remote registers the Phoenix, MLflow, Langfuse, LangSmith readers
 from .io.live import otlp as live_otlp, store as live_store  # registers the store: reader
 from .io.formats import load_run
 from .io.inspect import inspect_file, report_text
@@ -130,6 +130,11 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("input", metavar="FILE")
     _run_options(i)
     i.add_argument("--format", choices=("table", "json"), default="table")
+    f = sub.add_parser("fetch", help="fetch a trace from where it lives (Phoenix, MLflow, Langfuse, LangSmith, the "
+                       "live store) and write its export, which imports like a downloaded file")
+    f.add_argument("source", metavar="SOURCE", help="SCHEME:URL#TRACE_ID (phoenix, mlflow, langfuse, langsmith, "
+                   "store), or the trace's URL as copied from the tool; credentials come from environment variables")
+    f.add_argument("--out", metavar="FILE", help="write the export here (default: stdout)")
     s = sub.add_parser("schema", help="print the JSON Schema of the trace format")
     s.set_defaults(format="json")
     _replay_parser(sub)
@@ -296,7 +301,10 @@ def _fetched(args) -> tuple[object, Optional[str], Optional[str]]:
     if src is None:
         return args.input, None, args.trace_id
     name, data = sources.fetch(src)
-    return data, name, args.trace_id or (src.trace if src.trace != "latest" else None)
+    # a tool's reader fetches just the trace named (a LangSmith run id names the trace around it, whose id
+    # differs), so only a store's run is picked from the export by its id
+    picked = src.trace if src.scheme == "store" and src.trace != "latest" else None
+    return data, name, args.trace_id or picked
 
 
 def _input(args):
@@ -307,6 +315,25 @@ def _input(args):
     if trace_id or args.run is not None or texts:
         return load_run(data, run=args.run, trace_id=trace_id, texts=texts, name=name)
     return load(data, name=name)
+
+
+def _fetch(args, out) -> int:
+    """``fetch SOURCE``: the export, checked to import (a trace without retrieval is refused), on stdout or --out."""
+    src = sources.parse(args.source)
+    if src is None:
+        raise InputError("not a source: give SCHEME:URL#TRACE_ID (phoenix, mlflow, langfuse, langsmith, store) "
+                         "or a trace's URL copied from the tool", source=args.source)
+    name, data = sources.fetch(src)
+    load(data, name=name)  # one line now (no retrieval in it, ...) rather than when the file is opened
+    if not args.out:
+        out.write(data.decode("utf-8") + "\n")
+        return 0
+    try:
+        Path(args.out).write_bytes(data)
+    except OSError as err:
+        raise InputError(f"cannot write the file ({err.strerror})", source=args.out) from None
+    print(f"fetch: wrote {name} to {args.out} ({len(data):,} bytes)", file=sys.stderr)
+    return 0
 
 
 def _inspect(args, out) -> int:
@@ -354,6 +381,8 @@ def run(argv=None, out=sys.stdout) -> int:
         return _serve(args, out)
     if args.command == "inspect":
         return _inspect(args, out)
+    if args.command == "fetch":
+        return _fetch(args, out)
     with one_shot() if args.command == "build" else nullcontext():  # no rebuild follows a build's output
         loaded, trace = _trace(args)
     trace = policy.attach(attach(trace))  # a logged trace carries its sent context and policy (logged.sent, .policy)

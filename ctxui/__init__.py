@@ -90,6 +90,7 @@ from .cases import (  # noqa: F401
     open_case, open_case_page, remember_input, save_case_box,
 )
 from . import casestore  # noqa: F401
+from .open_from import open_from  # noqa: F401
 from .links import (  # noqa: F401
     link_text, link_warning, read_link, share_box, start_run,
 )
@@ -124,5 +125,5 @@ __all__ = [
     "view_mode", "VIEWS", "render_side", "sent_comparison", "shared_right", "side_choice", "side_trace",
     "answer_key", "case_banner", "case_fields", "case_link", "cases_frame", "current_input", "date_bounds",
     "import_upload", "open_case", "open_case_page", "remember_input", "save_case_box", "casestore",
-    "paint_headline_first",
+    "paint_headline_first", "open_from",
 ]

@@ -8,6 +8,7 @@ st.title("Context construction debugger", anchor=False)
 st.caption("Which retrieved chunks reached the prompt, which were dropped, and why. "
            "Every decision on this page comes from the ctxcore engine.")
 
+ctxui.open_from("dbg")  # a trace fetched from Phoenix, MLflow, Langfuse or LangSmith
 loaded = ctxui.loaded_input()
 ctxui.case_banner()
 

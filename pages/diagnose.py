@@ -10,6 +10,7 @@ st.caption("Load the production trace (a ctxcore trace, a Phoenix/OpenInference 
            "The prompt that was sent is the evidence; the replay is the counterfactual: every fix below was "
            "checked by re-running the engine on the same candidates.")
 
+ctxui.open_from("dx")  # a trace fetched from Phoenix, MLflow, Langfuse or LangSmith
 loaded = ctxui.loaded_input(about=False)  # the root cause first; the file's details at the end
 key = st.session_state["ctx.key"]
 if ctxui.open_in_failure_state(key, loaded):  # a sample opens in its failure state, so it shows its root cause

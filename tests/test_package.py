@@ -25,7 +25,7 @@ from ctxcore.cli import _app_config
 from conftest import ROOT, free_port
 
 SHIPPED = ("pyproject.toml", "README.md", "app.py", "ctxcore", "ctxui", "pages", ".streamlit", "sample_data")
-COMMANDS = ("build", "explain", "check-answer", "inspect", "schema", "replay", "serve", "app")
+COMMANDS = ("build", "explain", "check-answer", "inspect", "fetch", "schema", "replay", "serve", "app")
 SAMPLE = str(Path(ROOT) / "sample_data" / "04_stale_policy.json")
 
 

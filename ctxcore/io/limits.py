@@ -10,3 +10,4 @@ MAX_DEPTH = 100  # levels of nested lists and objects; the readers below recurse
 MAX_FIELD_CHARS = 8 * 1024 * 1024  # one string value: about two million tokens, past any context window
 MAX_DECODED_BYTES = 256 * 1024 * 1024  # a compressed table (parquet) once decoded, each repeated value counted
 MAX_VALUES = 4_000_000  # values of one text file, counted before parsing by its commas, brackets and lines
+FETCH_TIMEOUT = 10.0  # seconds to reach a tracing server and have its answer (fetch, "Open from...")
