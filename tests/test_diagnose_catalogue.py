@@ -284,8 +284,7 @@ def _order(at):
 def test_the_page_leads_with_the_root_cause_and_applies_its_fix():
     at = _page(upload=CATALOGUE / "buried_oi_nested.json")
     order = _order(at)
-    first_table = next(i for i, (kind, _) in enumerate(order) if kind in ("Dataframe", "UnknownElement")
-                       and i > 10)
+    first_table = next(i for i, (kind, _) in enumerate(order) if kind == "Dataframe")
     root = next(i for i, (kind, v) in enumerate(order) if kind == "Markdown" and "middle of the prompt" in str(v))
     assert root < first_table
     texts = [t.value for t in at.text]
