@@ -9,7 +9,7 @@ st.caption("Which retrieved chunks reached the prompt, which were dropped, and w
            "Every decision on this page comes from the ctxcore engine.")
 
 loaded = ctxui.loaded_input()
-ctxui.case_banner()
+ctxui.input_banner()  # which input (or saved case) every result below belongs to
 
 ctxui.scenario_header(loaded)
 ctxui.scenario_story(loaded)
