@@ -91,4 +91,5 @@ def input_banner() -> None:
             st.caption(md_escape(f"Input: {shown}"))
             st.page_link("pages/cases.py", label="All saved cases", icon=":material/bookmarks:")
         return
-    st.caption(md_escape(f"Showing {shown}"))
+    if not error:
+        st.caption(md_escape(f"Showing {shown}"))
