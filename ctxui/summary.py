@@ -23,6 +23,9 @@ def _history_note(b) -> str:
     return f"history {b.history:,} (a fixed share{used})"
 
 
+EVIDENCE_LABEL = "Evidence / budget"  # short enough not to be cut in a fifth of a 1280 px page; help says more
+
+
 def metrics(trace: Trace) -> None:
     """Headline numbers: candidates, kept, dropped (with a badge per non-zero fate), tokens vs budgets."""
     counts = trace.fate_counts()
@@ -32,8 +35,9 @@ def metrics(trace: Trace) -> None:
     row[0].metric("Candidates", len(trace.decisions), border=True)
     row[1].metric("Kept", kept, help=ctxcore.FATE_MEANINGS["kept"], border=True)
     row[2].metric("Dropped", len(trace.decisions) - kept, border=True)
-    row[3].metric("Evidence tokens / docs budget", f"{ctxcore.evidence_cost(trace):,} / {b.docs:,}",
-                  help="Docs-budget tokens the kept passages use (text plus label lines).", border=True)
+    row[3].metric(EVIDENCE_LABEL, f"{ctxcore.evidence_cost(trace):,} / {b.docs:,}",
+                  help="Evidence tokens / docs budget: the docs-budget tokens the kept passages use (text plus "
+                       "label lines), of the docs budget.", border=True)
     row[4].metric("Prompt tokens / safe input", f"{trace.prompt.tokens:,} / {b.safe_input:,}",
                   help="Counted on the whole final prompt text.", border=True)
     fate_badges(counts)
