@@ -170,7 +170,7 @@ def test_upload_and_move_the_budget_control(page):
         shown = metrics(page)
         assert shown["Kept"] == str(want.fate_counts()["kept"]), budget
         assert shown["Evidence / budget"] == f"{ctxcore.evidence_cost(want):,} / {budget:,}"
-        assert shown["Prompt tokens / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
+        assert shown["Prompt / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
@@ -252,7 +252,7 @@ def test_a_shared_link_reproduces_the_view(browser, server):
         shown = metrics(pg)
         assert shown["Kept"] == str(want.fate_counts()["kept"])
         assert shown["Evidence / budget"] == f"{ctxcore.evidence_cost(want):,} / 200"
-        assert shown["Prompt tokens / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
+        assert shown["Prompt / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
         assert pg.url.endswith(f"/?{LINK}")  # the address keeps exactly the non-default settings
         assert _share_link(pg) == f"{server}/?{LINK}"
         # a control change is written into the address at once
