@@ -46,11 +46,12 @@ CUT = """() => [...document.querySelectorAll([
   .filter(e => e.offsetParent && [e, ...e.querySelectorAll('*')].some(x => x.scrollWidth > x.clientWidth + 1))
   .map(e => e.innerText.trim())"""
 COVERED = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementToolbar"]')].flatMap(tb => {
-    const box = tb.getBoundingClientRect(), cont = tb.closest('.stElementContainer');
-    const above = cont && cont.previousElementSibling;
+    const box = tb.getBoundingClientRect();
+    let above = tb.closest('.stElementContainer');
+    do { above = above && above.previousElementSibling; } while (above && !above.getBoundingClientRect().height);
     if (!above || !box.height) return [];
-    const a = above.getBoundingClientRect();
-    return a.bottom > box.top + 1 && a.height ? [(above.innerText || above.className).slice(0, 60)] : []; })"""
+    return above.getBoundingClientRect().bottom > box.top + 1 ? [(above.innerText || above.className).slice(0, 60)] : [];
+  })"""
 OVERLAPS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((p, i) => {
     const boxes = [...p.querySelectorAll('.xtitle, .legend, .annotation')].map(e => [e.getAttribute('class'),
         e.getBoundingClientRect()]).filter(([, r]) => r.width && r.height);
@@ -141,6 +142,10 @@ def _cut_fates(drawn) -> list[str]:
 def _problems(pg, name: str, *, phone: bool) -> dict:
     """What a reader would find cut or covered on this view (empty when nothing is)."""
     drawn = _drawn(pg)
+    first = pg.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').first
+    if first.is_visible():
+        first.hover()  # the toolbar shows on hover (on a phone, after a tap)
+        pg.wait_for_timeout(300)
     found = {"labels cut": pg.evaluate(CUT), "toolbars over": pg.evaluate(COVERED),
              "map overlaps": pg.evaluate(OVERLAPS), "prose cut": [] if phone else _cut_prose(drawn),
              "fates cut": _cut_fates(drawn), "exceptions": pg.locator('[data-testid="stException"]').count()}
