@@ -62,13 +62,12 @@ def case_words(case) -> str:
     return f"Saved case “{case.title}” ({case.id}){tag} · saved {when} · visible to {AUDIENCE}"
 
 
-def failed_words(shown: str, bad: str, error: str) -> str:
-    """The one line after an upload that could not be read: what is still shown, and why the new file is not."""
-    for sep in (", ", ": "):
-        if error.startswith(bad + sep):
-            error = error[len(bad) + len(sep):]
-            break
-    return f"Showing {shown}; {bad} could not be read: {error}"
+def failed_words(shown: str, bad: Optional[str]) -> str:
+    """The line above a load's error: what is still shown, and that nothing on the page comes from the file that
+    could not be read (the error itself, below it, is the CLI's one line naming the file, line and field)."""
+    if not bad:
+        return f"Still showing {shown}: the input was not changed."
+    return f"Showing {shown}; {bad} could not be read (see below), so nothing on this page comes from it."
 
 
 def input_banner() -> None:
@@ -81,8 +80,8 @@ def input_banner() -> None:
     case = opened_case(ss.get("ctx.key"))
     error, bad = ss.get("ctx.load_error"), ss.get(FAILED)
     if error:
-        st.error(md_escape(failed_words(shown, bad, error) if bad else f"{error} (still showing {shown})"),
-                 icon=":material/error:")
+        st.warning(md_escape(failed_words(shown, bad)), icon=":material/history:")
+        st.error(md_escape(error), icon=":material/error:")
     if case is not None:
         st.info(md_escape(case_words(case)), icon=":material/bookmark:")
         if case.note:

@@ -499,8 +499,7 @@ def test_a_trace_with_an_invented_fate_or_encoding_is_refused_and_the_last_input
     upload(at, "doctored.trace.json", json.dumps(data).encode())
     errs = errors(at)
     said = errs[0].replace("\\", "")  # the message is shown markdown-escaped
-    assert len(errs) == 1 and said.startswith("Showing seed.json · format json; doctored.trace.json could not be "
-                                              "read: field 'tokenizer.encoding': not a valid name")
+    assert len(errs) == 1 and said.startswith("doctored.trace.json, field 'tokenizer.encoding': not a valid name")
     assert at.session_state["ctx.loaded"] is before
     for value in markdown_values(at):
         assert not re.search(r"(?<!\\)<", value), value

@@ -131,14 +131,17 @@ def test_a_bad_upload_names_itself_and_the_file_still_shown():
     at.file_uploader(key="dbg.upload").set_value(("trace.json", data, "application/json"))
     at.run()
     assert not at.exception
+    assert [text(w.value) for w in at.warning] == [
+        f"Showing {STALE_SHOWN}; trace.json could not be read (see below), so nothing on this page comes from it."]
     assert [text(e.value) for e in at.error] == [
-        f"Showing {STALE_SHOWN}; trace.json could not be read: line 1: not UTF-8 text (byte 0xda at offset 0); "
-        "save the file as UTF-8"]
+        "trace.json, line 1: not UTF-8 text (byte 0xda at offset 0); save the file as UTF-8"]
     assert at.session_state["ctx.loaded"].source == "04_stale_policy.json"  # nothing loaded is lost
     assert root and [text(m.value) for m in at.markdown if "outdated version of" in m.value] == root
     at.switch_page("pages/compare.py")  # the other pages say it too, until a file is read
     at.run()
-    assert [text(e.value) for e in at.error][0].startswith(f"Showing {STALE_SHOWN}; trace.json could not be read")
+    assert [text(w.value) for w in at.warning][0].startswith(f"Showing {STALE_SHOWN}; trace.json could not be read")
+    assert [text(e.value) for e in at.error] == [
+        "trace.json, line 1: not UTF-8 text (byte 0xda at offset 0); save the file as UTF-8"]
 
 
 def test_a_case_link_shows_its_title_note_cause_scope_and_date_with_a_way_back():
