@@ -91,7 +91,7 @@ def fates_table(trace: Trace) -> pd.DataFrame:
     hi = max(1.0, float(scores.max())) if len(scores) else 1.0
     column_config = {
         "#": st.column_config.NumberColumn("#", help="input order", width=48),
-        "id": st.column_config.TextColumn("id", width=180),
+        "id": st.column_config.TextColumn("id", width=170),
         "fate": st.column_config.TextColumn("fate", width=130, help="; ".join(f"{k}: {v}" for k, v in
                                                                    ctxcore.FATE_MEANINGS.items())),
         "stage": st.column_config.TextColumn("stage", help="the stage that decided it"),
@@ -179,8 +179,10 @@ def _shallow(value, depth: int):
 
 
 # px of a reason column: fixed so its wrapping is known, and narrow enough that the fates table (#, fate, id,
-# reason) fits the 820 px main column of a 1280 px window with the sidebar open, so no reason runs off its edge
-REASON_WIDTH = 400
+# reason: 33 + 48 + 130 + 170 + 430 = 811 px) fits the 818 px main column of a 1280 px window with the sidebar
+# open, so no reason runs off the table's edge. (The grid wraps a text only when it is wider than about the whole
+# cell, but draws it 8.5 px in: a line up to 8.5 px short of the width can lose its last letter; see the report.)
+REASON_WIDTH = 430
 LINE_PX, ROW_PAD_PX = 21, 14
 CHARS_PER_LINE = 80     # a safe under-estimate of what REASON_WIDTH holds (Source Sans 14 px: about 93)
 
