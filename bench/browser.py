@@ -8,7 +8,7 @@ free port and drives Debian's /usr/bin/chromium with Playwright (the same setup 
 For each size: open the debugger, reset the controls, upload the file, wait for the first build, switch on
 "Direct docs budget", then change the docs budget ``--reps`` times. Each change is timed inside the page,
 from the Enter keydown in the budget box to the first animation frame in which the "Kept" metric shows the
-count ctxcore.build gives for that budget (and the "Evidence tokens / docs budget" metric shows the new
+count ctxcore.build gives for that budget (and the "Evidence / budget" metric shows the new
 budget, so a stale element cannot match). Every budget is new, so each change is a real rebuild (no
 Streamlit cache hit), and consecutive budgets give different kept counts, so the change is visible.
 
@@ -59,7 +59,7 @@ def write_jsonl(n: int, directory: str) -> str:
 
 
 def expected(loaded, budget) -> tuple[int, str]:
-    """(kept, "Evidence tokens / docs budget" metric text) that the page must show for this budget."""
+    """(kept, "Evidence / budget" metric text) that the page must show for this budget."""
     trace = loaded.build(Config() if budget is None else Config(budget=budget))
     return trace.fate_counts().get("kept", 0), f"{ctxcore.evidence_cost(trace):,} / {trace.budget.docs:,}"
 
@@ -110,7 +110,7 @@ ARM_JS = """([kept, evidence]) => {
             const value = el.querySelector('[data-testid="stMetricValue"]');
             if (label && value) m[label.innerText.trim()] = value.innerText.trim();
         }
-        return m['Kept'] === kept && m['Evidence tokens / docs budget'] === evidence;
+        return m['Kept'] === kept && m['Evidence / budget'] === evidence;
     };
     const obs = new MutationObserver(() => {
         if (rt.hit || rt.t0 === null || !shown()) return;
@@ -144,7 +144,7 @@ def measure(browser, url: str, path: str, reps: int) -> dict:
         pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(path)
         pg.wait_for_function(f"""() => {{ const m = ({METRICS_JS})();
             return m['Candidates'] === {json.dumps(str(n))} && m['Kept'] === {json.dumps(str(kept0))}
-                   && m['Evidence tokens / docs budget'] === {json.dumps(evidence0)}; }}""", timeout=WAIT)
+                   && m['Evidence / budget'] === {json.dumps(evidence0)}; }}""", timeout=WAIT)
         first_build = time.perf_counter() - t
         wait_caption(pg, f"{name} · {n} candidates")
 
@@ -152,7 +152,7 @@ def measure(browser, url: str, path: str, reps: int) -> dict:
         wait_caption(pg, f"docs budget {start:,} (direct)")
         shown = pg.evaluate(METRICS_JS)
         want = expected(loaded, start)
-        assert (shown["Kept"], shown["Evidence tokens / docs budget"]) == (str(want[0]), want[1]), shown
+        assert (shown["Kept"], shown["Evidence / budget"]) == (str(want[0]), want[1]), shown
 
         box = pg.locator('[data-testid="stNumberInput"]', has_text="Docs budget (tokens)").locator("input")
         runs, idle = [], []
@@ -167,7 +167,7 @@ def measure(browser, url: str, path: str, reps: int) -> dict:
             rt = pg.evaluate("() => window.__rt")
             runs.append((rt["t1"] - rt["t0"]) / 1000)
             shown = pg.evaluate(METRICS_JS)  # still right once the run is over
-            assert shown["Kept"] == str(kept) and shown["Evidence tokens / docs budget"] == evidence, shown
+            assert shown["Kept"] == str(kept) and shown["Evidence / budget"] == evidence, shown
         assert pg.locator('[data-testid="stException"]').count() == 0
     finally:
         context.close()

@@ -10,6 +10,7 @@ never does (its screenshots go to the ignored screenshots/ folder).
     docs/compare.png      Compare on the duplicates scenario, naive against recommended, one shared axis
     docs/diagnose.png     Diagnose on a Phoenix export
     docs/cases.png        Saved cases, with one case saved
+    docs/phone.png        the Debugger's fates table on a 390x844 phone (fates whole, the toolbar clear of the filter)
 """
 
 from __future__ import annotations
@@ -86,6 +87,13 @@ def main() -> None:
             pg.goto(url + "/cases")
             _ready(pg, '[data-testid="stDataFrame"]')
             _shot(pg, "cases.png")
+
+            phone = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+            phone.goto(url + "/?scenario=03_overflow")
+            _ready(phone, '[data-testid="stDataFrame"]')
+            phone.locator('[data-testid="stDataFrame"]').first.scroll_into_view_if_needed()
+            phone.wait_for_timeout(500)
+            _shot(phone, "phone.png")
             browser.close()
 
 

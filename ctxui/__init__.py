@@ -3,7 +3,7 @@
 Pages stay thin: widgets -> ``ctxcore`` -> the renderers here, always called as ``ctxui.X`` (tests patch names on
 this package). Imports inside point one way, bottom to top: text, theme, settings, linkparams, pagesmode; state;
 loading, budget, controls, inputs, scenario; the renderers (summary, tables, charts, prompt, download); diagnosis,
-sent, compare, steps, lessons; casestore (SQLite, no Streamlit), cases, links. Chunk text is shown as text, never as HTML or live markdown (see ctxui.text).
+sent, compare, steps, lessons; casestore (SQLite, no Streamlit), cases, banner, links. Chunk text is shown as text, never as HTML or live markdown (see ctxui.text).
 """
 
 from __future__ import annotations
@@ -86,8 +86,11 @@ from .lessons import (  # noqa: F401
     show_ordering, show_selection, show_stale, show_threshold, show_tokens, show_trace, STEP_VIEWS,
 )
 from .cases import (  # noqa: F401
-    answer_key, case_banner, case_fields, case_link, cases_frame, current_input, date_bounds, import_upload,
-    open_case, open_case_page, remember_input, save_case_box,
+    answer_key, case_fields, case_link, cases_frame, current_input, date_bounds, diagnosed_kind, import_upload,
+    open_case, open_case_page, propose_tag, remember_input, save_case_box, tag_label,
+)
+from .banner import (  # noqa: F401
+    input_banner,
 )
 from . import casestore  # noqa: F401
 from .open_from import open_from  # noqa: F401
@@ -123,7 +126,7 @@ __all__ = [
     "wrap_lines", "MAP_SCALES", "map_right", "map_scale_label", "map_scale_note", "sent_map", "span_timeline", "sent_changes",
     "sent_frame", "sent_side", "sent_summary", "sent_tokens", "sent_view", "spans_frame", "spans_panel",
     "view_mode", "VIEWS", "render_side", "sent_comparison", "shared_right", "side_choice", "side_trace",
-    "answer_key", "case_banner", "case_fields", "case_link", "cases_frame", "current_input", "date_bounds",
+    "answer_key", "input_banner", "diagnosed_kind", "propose_tag", "tag_label", "case_fields", "case_link", "cases_frame", "current_input", "date_bounds",
     "import_upload", "open_case", "open_case_page", "remember_input", "save_case_box", "casestore",
     "paint_headline_first", "open_from",
 ]

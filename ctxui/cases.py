@@ -8,6 +8,7 @@ only the settings changed since the case was opened.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Optional
 from urllib.parse import urlsplit, urlunsplit
@@ -16,13 +17,15 @@ import pandas as pd
 import streamlit as st
 
 from ctxcore import Config, InputError, Loaded
+from ctxcore.analysis import vocabulary
 
 from . import casestore
 from .casestore import CaseError
+from .diagnosis import _RESULTS
 from .inputs import _use
 from .loading import _load_trace, content_key, load_bytes, sample_path
 from .settings import clamp_controls, config_from_controls
-from .state import apply_controls, store, sync_url
+from .state import apply_controls, current_config, store, sync_url
 from .text import md_escape, one_line
 
 INPUT_KEY = "ctx.input_bytes"   # (loaded key, file name, bytes) of the current input, for saving
@@ -125,8 +128,10 @@ def save_case_box(loaded: Loaded, page: str = "debugger") -> None:
         st.text_input("Title", key="case.title", placeholder=loaded.source, max_chars=casestore.TEXT_LIMITS["title"])
         st.text_input("Note", key="case.note", placeholder="What the customer saw, what you found",
                       max_chars=casestore.TEXT_LIMITS["note"])
-        st.selectbox("Root cause", ("",) + casestore.TAGS, key="case.tag",
-                     format_func=lambda t: t.replace("_", " ") if t else "(not decided yet)")
+        propose_tag()
+        st.selectbox("Root cause", ("",) + casestore.TAGS, key="case.tag", format_func=tag_label,
+                     help="The causes the Diagnose page names; proposed from its root cause for this input "
+                          "and these settings, when it has diagnosed them.")
         if st.button("Save this case", key="case.save", icon=":material/save:", type="primary"):
             fields = {**case_fields(loaded, page), "title": ss.get("case.title") or loaded.source,
                       "note": ss.get("case.note") or "", "tag": ss.get("case.tag") or ""}
@@ -142,6 +147,35 @@ def save_case_box(loaded: Loaded, page: str = "debugger") -> None:
         if saved:
             st.success("Saved. Anyone using this server opens exactly this view with:", icon=":material/check:")
             st.code(case_link(saved, page), language=None, wrap_lines=True)
+
+
+def tag_label(tag: str) -> str:
+    """A root-cause tag in the Diagnose page's words (an old tag in the words of the kind it maps to)."""
+    return vocabulary.plain(tag) if tag else "(not decided yet)"
+
+
+def diagnosed_kind() -> str:
+    """The kind of the root cause the Diagnose page found for the current input, settings and question in this
+    session ("" when it has not diagnosed them, or found no cause)."""
+    ss = st.session_state
+    try:
+        config_json = json.dumps(current_config().to_dict(), sort_keys=True)
+    except InputError:
+        return ""
+    found = [dx for wanted, dx in (ss.get(_RESULTS) or {}).items()
+             if wanted[:3] == (ss.get("ctx.key"), config_json, store().get("query", ""))]
+    root = found[-1].root if found else None
+    return root.kind if root is not None and root.kind in casestore.TAGS else ""
+
+
+def propose_tag() -> None:
+    """Set the Save form's tag to the page's root cause whenever that cause changes; a tag the user picked
+    stays while it does not."""
+    ss = st.session_state
+    kind = diagnosed_kind()
+    if ss.get("case.tag_proposed") != (ss.get("ctx.key"), kind) or "case.tag" not in ss:
+        ss["case.tag_proposed"] = (ss.get("ctx.key"), kind)
+        ss["case.tag"] = kind
 
 
 def _loaded_for(case: casestore.Case, data: bytes) -> tuple[str, Loaded]:
@@ -205,20 +239,6 @@ def open_case_page(case_id: str) -> None:
     st.switch_page("pages/diagnose.py" if case is not None and case.page == "diagnose" else "pages/debugger.py")
 
 
-def case_banner() -> None:
-    """On a page showing a saved case: which one, with its note."""
-    ss = st.session_state
-    current, case = ss.get("ctx.case"), ss.get("case.opened")
-    if not current or current.get("key") != ss.get("ctx.key") or case is None or case.id != current.get("id"):
-        return
-    saved = saved_at(case.created)
-    when = saved.strftime("%Y-%m-%d %H:%M") if saved is not None else "at an unknown time"
-    tag = f" · root cause: {case.tag.replace('_', ' ')}" if case.tag else ""
-    st.info(md_escape(f"Saved case “{case.title}” ({case.id}), saved {when}{tag}."), icon=":material/bookmark:")
-    if case.note:
-        st.text(case.note)
-
-
 def saved_at(created: float) -> Optional[dt.datetime]:
     """A case's save time in local time; None for a number no clock shows (a stored row can hold any)."""
     try:
@@ -233,7 +253,7 @@ CASE_COLUMNS = ["title", "tag", "saved", "input", "question", "note", "page", "i
 def cases_frame(cases: list) -> pd.DataFrame:
     """The Saved cases table: one row per case, blanks (not None) where a case has no value; a row that breaks
     the rules of a saved case names its problem (the column is there only when one does)."""
-    rows = [{"title": c.title, "tag": c.tag.replace("_", " "), "saved": saved_at(c.created),
+    rows = [{"title": c.title, "tag": vocabulary.plain(c.tag) if c.tag else "", "saved": saved_at(c.created),
              "input": c.name, "question": c.query, "note": c.note, "page": c.page, "id": c.id,
              "size": f"{c.size / 1024:,.1f} KB", "problem": c.problem} for c in cases]
     frame = pd.DataFrame(rows, columns=CASE_COLUMNS)

@@ -30,6 +30,7 @@ from typing import Any, Iterator, Optional
 from urllib.parse import quote
 
 from ctxcore import Config, InputError
+from ctxcore.analysis import vocabulary
 from ctxcore.io.reading import parse_json
 from ctxcore.settings import _is_number
 
@@ -42,9 +43,8 @@ DB_NAME = "cases.db"
 BUSY_SECONDS = 30          # how long a writer waits for another to finish
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 EXPORT_FORMAT = "ctxcore.case/1"
-TAGS = ("dropped_for_budget", "duplicates", "buried_in_middle", "stale_version", "not_permitted",
-        "below_threshold", "instruction_in_content", "not_retrieved", "truncated_prompt", "answer_error",
-        "other")
+TAGS = vocabulary.TAGS   # the diagnosis kinds, plus "other": one vocabulary of causes (ctxcore.analysis.vocabulary)
+STORED_TAGS = ("",) + TAGS + tuple(vocabulary.OLD_TAGS)  # a case saved or exported with an older tag still loads
 CREATED_RANGE = (0.0, 4_102_444_800.0)  # 1970-01-01 to 2100-01-01 UTC: when any real case was saved
 MAX_SETTINGS_CHARS = 64 * 1024           # a case's settings as JSON; the controls take under 1 KB
 MAX_SETTINGS_KEYS = 100                  # the controls are about 30
@@ -270,10 +270,11 @@ def _optional(fields: dict, name: str) -> Optional[str]:
     return None if value in (None, "") else _text(fields, name)
 
 
-def _choice(fields: dict, name: str, allowed: tuple, default: str = "") -> str:
+def _choice(fields: dict, name: str, allowed: tuple, default: str = "", said: Optional[tuple] = None) -> str:
+    """One of ``allowed``; the error lists ``said`` (the choices of today, when older ones are also accepted)."""
     value = _text(fields, name) or default
     if value not in allowed:
-        raise _bad(name, "must be one of " + ", ".join(repr(a) for a in allowed) + f" (got {_shown(value)})")
+        raise _bad(name, "must be one of " + ", ".join(repr(a) for a in (said or allowed)) + f" (got {_shown(value)})")
     return value
 
 
@@ -336,7 +337,7 @@ def case_row(fields: dict, registry: bool = True) -> dict:
     created = fields.get("created")
     return {
         "created": time.time() if created is None else _created(created), "title": _text(fields, "title"),
-        "note": _text(fields, "note"), "tag": _choice(fields, "tag", ("",) + TAGS), "name": _text(fields, "name"),
+        "note": _text(fields, "note"), "tag": _choice(fields, "tag", STORED_TAGS, said=("",) + TAGS), "name": _text(fields, "name"),
         "sample": _optional(fields, "sample"), "trace_id": _optional(fields, "trace_id"),
         "settings": _settings(fields.get("settings"), registry), "query": _text(fields, "query"),
         "candidate": _optional(fields, "candidate"), "search": _text(fields, "search"),
@@ -423,11 +424,13 @@ def case_input(case: Case, folder: Optional[Path] = None) -> bytes:
 
 def list_cases(folder: Optional[Path] = None, *, tag: Optional[str] = None, text: str = "",
                since: Optional[float] = None, until: Optional[float] = None, limit: int = 1000) -> list[Case]:
-    """Cases, newest first; ``text`` matches title, note, file name and question (case-insensitive)."""
+    """Cases, newest first; ``text`` matches title, note, file name and question (case-insensitive); ``tag``
+    matches the cases tagged with that kind under its name today or an older one."""
     where, args = [], []
     if tag:
-        where.append("c.tag = ?")
-        args.append(tag)
+        same = vocabulary.tags_for(vocabulary.tag_kind(tag))
+        where.append(f"c.tag IN ({', '.join('?' * len(same))})")
+        args += same
     if text.strip():
         pattern = "%" + text.strip().lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where.append("(" + " OR ".join(f"lower(c.{f}) LIKE ? ESCAPE '\\'" for f in ("title", "note", "name", "query"))

@@ -70,6 +70,9 @@ def map_scale_note(traces, right: int) -> str:
             f"{safe:,}, is off the chart.")
 
 
+MAP_HEIGHT, MAP_BOTTOM = 300, 100  # px: the strip, its axis title, and a legend of up to three rows below
+
+
 def _strip_layout(fig: go.Figure, right: float, lines: list, overflow: int) -> None:
     """Budget lines labelled above the strip (never two labels at one height), those past the axis named below."""
     off = []
@@ -83,12 +86,15 @@ def _strip_layout(fig: go.Figure, right: float, lines: list, overflow: int) -> N
             off.append(f"{name} {x:,}")
     if overflow > right:
         off.insert(0, f"the prompt continues to {overflow:,}")
-    if off:
-        fig.add_annotation(x=1, y=-0.45, xref="paper", yref="paper", xanchor="right", yanchor="middle",
+    if off:  # in the strip of the top margin above the budget lines' labels, never over the legend
+        fig.add_annotation(x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="bottom", yshift=35,
                            text=" · ".join(off) + " → off the chart", showarrow=False, font=dict(color="#c62828"))
-    fig.update_layout(barmode="overlay", height=240, margin=dict(l=10, r=10, t=54, b=30),
-                      xaxis=dict(title="token position in the prompt", range=[0, right]),
-                      yaxis=dict(visible=False), legend=dict(orientation="h", y=-0.45),
+    # the legend sits in the bottom margin below the axis title (in pixels, not a share of the plot's height, so
+    # it never rides up onto the title when the legend wraps in a narrow column); the margin grows to hold it
+    fig.update_layout(barmode="overlay", height=MAP_HEIGHT, margin=dict(l=10, r=10, t=54, b=MAP_BOTTOM),
+                      xaxis=dict(title=dict(text="token position in the prompt", standoff=6), range=[0, right]),
+                      yaxis=dict(visible=False),
+                      legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0, xanchor="left"),
                       hoverlabel=dict(align="left"), bargap=0.2,
                       uniformtext=dict(minsize=10, mode="hide"))  # a label that does not fit is not drawn
 

@@ -106,20 +106,24 @@ def moved_passages(a: Trace, b: Trace) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["id", "position_a", "position_b", "label_a", "label_b"])
 
 
+CHANGE_WHY_WIDTH = 210  # px: id 140 + two fates of 120 + two reasons fit the 820 px main column at 1280 px
+
+
 def changes_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:
     """The fate-changes frame with the two sides' names as column titles; both reasons wrapped whole."""
     a, b = names
     df = df.copy()
     visible_frame(df, ("id", "why_a", "why_b"))
     cfg = {
-        "id": st.column_config.TextColumn("id", width=180),
-        "fate_a": st.column_config.TextColumn(f"fate {a}", width=130),
-        "fate_b": st.column_config.TextColumn(f"fate {b}", width=130),
+        "id": st.column_config.TextColumn("id", width=140),
+        "fate_a": st.column_config.TextColumn(f"fate {a}", width=120),
+        "fate_b": st.column_config.TextColumn(f"fate {b}", width=120),
         "why_a": st.column_config.TextColumn(f"why {a}"),
         "why_b": st.column_config.TextColumn(f"why {b}"),
     }
     readable_table(df, key=key, reason=("why_a", "why_b"), column_config=cfg, styled=("fate_a", "fate_b"),
-                   reason_width=300)  # both reasons side by side in the page's width
+                   reason_width=CHANGE_WHY_WIDTH,
+                   column_order=["fate_a", "fate_b", "id", "why_a", "why_b"])  # both fates whole on a phone
 
 
 def moved_table(df: pd.DataFrame, names: tuple[str, str], key: str) -> None:

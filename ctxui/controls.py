@@ -112,7 +112,7 @@ def sidebar_controls() -> None:
                    help="On: at most this many passages are kept, even when the budget has room for more.")
         ranged(st.number_input, "max_passages", "dbg.max_passages", "Max passages", step=1, disabled=not on)
         bound(st.selectbox, "order", "dbg.order", "Order", list(BY_NAME["order"].choices),
-              format_func=lambda x: f"{x} — {ORDER_HELP[x]}")
+              help="; ".join(f"{k}: {v}" for k, v in ORDER_HELP.items()))  # the names fit the sidebar; help says more
 
         with st.expander("Labels, compression, merging"):
             auto = bound(st.toggle, "label_auto", "dbg.label_auto", "Label overhead: measure (auto)")

@@ -37,7 +37,7 @@ def _use(key: str, loaded: Loaded, *, sample: Optional[str]) -> None:
     init_state()  # first: it may rerun the script (see _leave_pages_directory_mode), so before any change
     ss = st.session_state
     ss["ctx.loaded"], ss["ctx.key"], ss["ctx.sample"] = loaded, key, sample
-    ss["ctx.load_error"], ss["ctx.notes"] = None, []
+    ss["ctx.load_error"], ss["ctx.notes"], ss["ctx.load_failed"] = None, [], None
     apply_config(opening_config(loaded), loaded.source)  # a scenario's failure, the file's, or the defaults
     apply_controls({"query": loaded.query})
     pending = ss.pop("ctx.link_pending", None)  # settings from a link that named no scenario (see read_link)
@@ -65,9 +65,10 @@ def input_section() -> None:
         try:
             key, loaded = load_bytes(upload.name, upload.getvalue())
         except InputError as err:
-            ss["ctx.load_error"] = str(err)
+            ss["ctx.load_error"], ss["ctx.load_failed"] = str(err), upload.name
         except Exception as err:  # noqa: BLE001
             ss["ctx.load_error"] = f"{upload.name}: could not be read ({one_line(err)})"
+            ss["ctx.load_failed"] = upload.name
         else:
             _use(key, loaded, sample=None)
             ss["dbg.sample"] = None
@@ -91,7 +92,7 @@ def input_section() -> None:
             ss["ctx.load_error"] = str(err)
         else:
             _use(key, loaded, sample=choice)
-    if ss.get("ctx.load_error"):
+    if ss.get("ctx.load_error") and ss.get("ctx.loaded") is None:  # else the page's input_banner says it
         st.error(md_escape(ss["ctx.load_error"]), icon=":material/error:")
     for note in ss.get("ctx.notes") or ():
         st.info(md_escape(note))

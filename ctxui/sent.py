@@ -174,15 +174,24 @@ def spans_panel(logged: Optional[Logged], key: str = "dbg.spans") -> None:
 
 
 VIEWS = {"replay": "Replay (the current controls)", "sent": "As sent (the logged prompt)"}
+RECORDED = "The trace as recorded (the controls equal its settings)"
 
 
-def view_mode(logged_prompt: Optional[str]) -> str:
-    """The debugger's mode switch, shown only for a logged trace: the replay, or the prompt as it was sent."""
+def view_label(view: str, recorded: bool) -> str:
+    """The mode switch's label: while the controls equal a saved trace's settings, the "replay" shows the trace
+    as it was recorded, not a rebuild, and says so (as the note under the switch does)."""
+    return RECORDED if view == "replay" and recorded else VIEWS[view]
+
+
+def view_mode(logged_prompt: Optional[str], recorded: bool = False) -> str:
+    """The debugger's mode switch, shown only for a logged trace: the replay (or, with ``recorded``, the trace as
+    recorded), or the prompt as it was sent."""
     ss = st.session_state
     if not logged_prompt:
         return "replay"
     if ss.get("dbg.view") not in VIEWS:
         ss["dbg.view"] = "replay"
-    return st.radio("Show", list(VIEWS), key="dbg.view", horizontal=True, format_func=VIEWS.get,
+    return st.radio("Show", list(VIEWS), key="dbg.view", horizontal=True,
+                    format_func=lambda v: view_label(v, recorded),
                     help="As sent: the logged prompt's passages in the order they were sent, each with its fate "
                          "in the replay.")

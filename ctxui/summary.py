@@ -23,6 +23,10 @@ def _history_note(b) -> str:
     return f"history {b.history:,} (a fixed share{used})"
 
 
+# short enough not to be cut in a fifth of a 1280 px page (or a quarter of Compare's side); the help says more
+EVIDENCE_LABEL, PROMPT_LABEL = "Evidence / budget", "Prompt / safe input"
+
+
 def metrics(trace: Trace) -> None:
     """Headline numbers: candidates, kept, dropped (with a badge per non-zero fate), tokens vs budgets."""
     counts = trace.fate_counts()
@@ -32,10 +36,11 @@ def metrics(trace: Trace) -> None:
     row[0].metric("Candidates", len(trace.decisions), border=True)
     row[1].metric("Kept", kept, help=ctxcore.FATE_MEANINGS["kept"], border=True)
     row[2].metric("Dropped", len(trace.decisions) - kept, border=True)
-    row[3].metric("Evidence tokens / docs budget", f"{ctxcore.evidence_cost(trace):,} / {b.docs:,}",
-                  help="Docs-budget tokens the kept passages use (text plus label lines).", border=True)
-    row[4].metric("Prompt tokens / safe input", f"{trace.prompt.tokens:,} / {b.safe_input:,}",
-                  help="Counted on the whole final prompt text.", border=True)
+    row[3].metric(EVIDENCE_LABEL, f"{ctxcore.evidence_cost(trace):,} / {b.docs:,}",
+                  help="Evidence tokens / docs budget: the docs-budget tokens the kept passages use (text plus "
+                       "label lines), of the docs budget.", border=True)
+    row[4].metric(PROMPT_LABEL, f"{trace.prompt.tokens:,} / {b.safe_input:,}",
+                  help="Prompt tokens / safe input: counted on the whole final prompt text.", border=True)
     fate_badges(counts)
     note = (f"Tokenizer {trace.tokenizer.encoding}" + ("" if trace.tokenizer.exact else " (approximate counts)")
             + f" · window {b.window:,} · max output {b.max_output:,} · safety {b.safety:.0%} · fixed blocks "
@@ -55,10 +60,10 @@ def side_metrics(trace: Trace) -> None:
     top[0].metric("Kept", kept, border=True, help=ctxcore.FATE_MEANINGS["kept"])
     top[1].metric("Dropped", len(trace.decisions) - kept, border=True)
     bottom = st.columns(2)
-    bottom[0].metric("Evidence / docs budget", f"{ctxcore.evidence_cost(trace):,} / {b.docs:,}", border=True,
+    bottom[0].metric(EVIDENCE_LABEL, f"{ctxcore.evidence_cost(trace):,} / {b.docs:,}", border=True,
                      help="Docs-budget tokens the kept passages use (text plus label lines), against the docs "
                           "budget.")
-    bottom[1].metric("Prompt / safe input", f"{trace.prompt.tokens:,} / {b.safe_input:,}", border=True,
+    bottom[1].metric(PROMPT_LABEL, f"{trace.prompt.tokens:,} / {b.safe_input:,}", border=True,
                      help="Tokens of the whole final prompt, against the safe input.")
     fate_badges(counts)
     if trace.abstain:

@@ -90,8 +90,8 @@ def fates_table(trace: Trace) -> pd.DataFrame:
     lo = min(0.0, float(scores.min())) if len(scores) else 0.0
     hi = max(1.0, float(scores.max())) if len(scores) else 1.0
     column_config = {
-        "#": st.column_config.NumberColumn("#", help="input order", width="small"),
-        "id": st.column_config.TextColumn("id", width="medium"),
+        "#": st.column_config.NumberColumn("#", help="input order", width=48),
+        "id": st.column_config.TextColumn("id", width=170),
         "fate": st.column_config.TextColumn("fate", width=130, help="; ".join(f"{k}: {v}" for k, v in
                                                                    ctxcore.FATE_MEANINGS.items())),
         "stage": st.column_config.TextColumn("stage", help="the stage that decided it"),
@@ -109,7 +109,7 @@ def fates_table(trace: Trace) -> pd.DataFrame:
         "similarity": st.column_config.NumberColumn("similarity", format="%.3f"),
     }
     optional = ("duplicate_of", "superseded_by", "merged_into", "similarity", "prompt_tokens")
-    order = ["#", "id", "fate", "reason", "score", "tokens", "label", "position", "stage"]
+    order = ["#", "fate", "id", "reason", "score", "tokens", "label", "position", "stage"]  # the fate before the id: whole on a phone
     order += [c for c in optional if df[c].notna().any()]  # relation columns only when this trace uses them
     readable_table(shown, key="dbg.table", reason="reason", column_config=column_config, styled=("fate",),
                    formats={"score": "{:.3f}", "similarity": "{:.3f}"}, column_order=order,
@@ -178,7 +178,11 @@ def _shallow(value, depth: int):
     return value
 
 
-REASON_WIDTH = 560      # px of a reason column: wide enough to read, fixed so its wrapping is known
+# px of a reason column: fixed so its wrapping is known, and narrow enough that the fates table (#, fate, id,
+# reason: 33 + 48 + 130 + 170 + 430 = 811 px) fits the 818 px main column of a 1280 px window with the sidebar
+# open, so no reason runs off the table's edge. (The grid wraps a text only when it is wider than about the whole
+# cell, but draws it 8.5 px in: a line up to 8.5 px short of the width can lose its last letter; see the report.)
+REASON_WIDTH = 430
 LINE_PX, ROW_PAD_PX = 21, 14
 CHARS_PER_LINE = 80     # a safe under-estimate of what REASON_WIDTH holds (Source Sans 14 px: about 93)
 

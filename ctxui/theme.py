@@ -69,3 +69,13 @@ def fate_badges(counts: dict) -> None:
                          help=ctxcore.FATE_MEANINGS.get(fate, ""))
     else:
         st.badge("nothing dropped", color="green")
+
+
+# A table's toolbar (search, full screen) floats 44 px above the table; without room it covers the bottom of the
+# element above (a filter's arrow, a heading), which on a phone, where it is always shown, hides what it labels.
+PAGE_CSS = ".stElementContainer:has(.stDataFrame) { margin-top: 2rem; }"
+
+
+def page_style() -> None:
+    """The app's few layout rules, once per run (a style-only st.html takes no room on the page)."""
+    st.html(f"<style>{PAGE_CSS}</style>")

@@ -15,7 +15,7 @@ for problem in ss.pop("case.problems", None) or ():
 
 tag_col, text_col, date_col = st.columns([1, 2, 1], vertical_alignment="bottom")
 tag = tag_col.selectbox("Root cause", ("",) + ctxui.casestore.TAGS, key="cases.tag",
-                        format_func=lambda t: t.replace("_", " ") if t else "any")
+                        format_func=lambda t: ctxui.tag_label(t) if t else "any")
 text = text_col.text_input("Search title, note, file name and question", key="cases.text")
 days = date_col.date_input("Saved between", value=(), key="cases.dates", format="YYYY-MM-DD")
 since, until = ctxui.date_bounds(days if isinstance(days, tuple) else (days,))

@@ -14,6 +14,7 @@ if loaded is None:
     st.info("No input yet: pick a sample scenario or upload a file on the Debugger page.")
     st.stop()
 
+ctxui.input_banner()  # which input (or saved case) both sides are built from
 ss = st.session_state
 logged_prompt = ctxui.logged_prompt_text(loaded)
 options = ctxui.preset_options(loaded, logged_prompt)

@@ -10,7 +10,7 @@ st.caption("Which retrieved chunks reached the prompt, which were dropped, and w
 
 ctxui.open_from("dbg")  # a trace fetched from Phoenix, MLflow, Langfuse or LangSmith
 loaded = ctxui.loaded_input()
-ctxui.case_banner()
+ctxui.input_banner()  # which input (or saved case) every result below belongs to
 
 ctxui.scenario_header(loaded)
 ctxui.scenario_story(loaded)
@@ -26,10 +26,11 @@ if trace is None:
     st.stop()
 st.session_state["ctx.last_fixed"] = trace.budget.fixed
 logged_prompt = ctxui.logged_prompt_text(loaded)
-view = ctxui.view_mode(logged_prompt)  # "replay", or "sent" for the logged prompt as it was sent
+recorded = trace is loaded.trace  # the controls equal a saved trace's settings: it is shown, not rebuilt
+view = ctxui.view_mode(logged_prompt, recorded)  # "replay", or "sent" for the logged prompt as it was sent
 if loaded.trace is not None and view == "replay":
     st.caption("Showing the logged trace as recorded; change a control or the query to replay it."
-               if trace is loaded.trace else "Replayed with the current settings (they or the query differ "
+               if recorded else "Replayed with the current settings (they or the query differ "
                "from the logged trace).")
 
 if view == "sent":

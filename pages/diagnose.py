@@ -12,6 +12,7 @@ st.caption("Load the production trace (a ctxcore trace, a Phoenix/OpenInference 
 
 ctxui.open_from("dx")  # a trace fetched from Phoenix, MLflow, Langfuse or LangSmith
 loaded = ctxui.loaded_input(about=False)  # the root cause first; the file's details at the end
+ctxui.input_banner()  # which input (or saved case) the root cause below belongs to
 key = st.session_state["ctx.key"]
 if ctxui.open_in_failure_state(key, loaded):  # a sample opens in its failure state, so it shows its root cause
     st.rerun()

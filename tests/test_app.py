@@ -209,7 +209,7 @@ def test_budget_control_changes_kept_exactly_as_ctxcore_says():
         want = expected(FIXTURES / "seed.json", budget=budget)
         assert kept(at) == want.fate_counts()["kept"], budget
         assert list(fates(at)["fate"]) == [d.fate for d in want.decisions]
-        assert metric(at, "Evidence tokens / docs budget") == f"{ctxcore.evidence_cost(want):,} / {budget:,}"
+        assert metric(at, "Evidence / budget") == f"{ctxcore.evidence_cost(want):,} / {budget:,}"
         seen.add(kept(at))
     assert len(seen) >= 3  # the control really moves the result
 
@@ -425,7 +425,7 @@ def test_headline_metrics_come_before_the_heavy_elements():
     at = start()
     kinds = [getattr(n, "type", None) for n in _in_page_order(at.main)]
     labels = [n.label for n in _in_page_order(at.main) if getattr(n, "type", None) == "metric"]
-    assert labels[:4] == ["Candidates", "Kept", "Dropped", "Evidence tokens / docs budget"]
+    assert labels[:4] == ["Candidates", "Kept", "Dropped", "Evidence / budget"]
     first_metric = kinds.index("metric")
     for heavy in ("plotly_chart", "dataframe", "download_button"):
         assert heavy in kinds and kinds.index(heavy) > first_metric, (heavy, kinds)

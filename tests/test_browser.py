@@ -169,8 +169,8 @@ def test_upload_and_move_the_budget_control(page):
         want = loaded.build(Config(budget=budget))
         shown = metrics(page)
         assert shown["Kept"] == str(want.fate_counts()["kept"]), budget
-        assert shown["Evidence tokens / docs budget"] == f"{ctxcore.evidence_cost(want):,} / {budget:,}"
-        assert shown["Prompt tokens / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
+        assert shown["Evidence / budget"] == f"{ctxcore.evidence_cost(want):,} / {budget:,}"
+        assert shown["Prompt / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
@@ -251,8 +251,8 @@ def test_a_shared_link_reproduces_the_view(browser, server):
         want = loaded.build(loaded.settings(budget=200, prefer_newest=False, order="original", near_dup=0.9))
         shown = metrics(pg)
         assert shown["Kept"] == str(want.fate_counts()["kept"])
-        assert shown["Evidence tokens / docs budget"] == f"{ctxcore.evidence_cost(want):,} / 200"
-        assert shown["Prompt tokens / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
+        assert shown["Evidence / budget"] == f"{ctxcore.evidence_cost(want):,} / 200"
+        assert shown["Prompt / safe input"] == f"{want.prompt.tokens:,} / {want.budget.safe_input:,}"
         assert pg.url.endswith(f"/?{LINK}")  # the address keeps exactly the non-default settings
         assert _share_link(pg) == f"{server}/?{LINK}"
         # a control change is written into the address at once

@@ -200,11 +200,11 @@ def _save(at: AppTest, title: str, note: str = "", tag: str = "") -> str:
 def test_save_then_reopen_by_permalink_in_a_fresh_session():
     at = _upload_and_view(rerun(app()))
     shown = at.session_state["ctx.trace"]
-    cid = _save(at, "Refund answer wrong", "customer saw 5 days", "duplicates")
+    cid = _save(at, "Refund answer wrong", "customer saw 5 days", "duplicates_crowd_out")
     assert dict(at.query_params) == {"case": cid}  # the address is the permalink now
     assert any(c.value.endswith(f"?case={cid}") for c in at.code)
     case = casestore.get_case(cid)
-    assert case.title == "Refund answer wrong" and case.tag == "duplicates" and case.candidate == "policy-warranty"
+    assert case.title == "Refund answer wrong" and case.tag == "duplicates_crowd_out" and case.candidate == "policy-warranty"
     assert case.name == "seed.json" and case.settings["budget"] == 60
 
     fresh = rerun(app(case=cid))  # another person, another session, the same server
@@ -244,17 +244,17 @@ def test_a_case_saved_on_diagnose_keeps_the_search_and_the_answer():
 
 def test_saved_cases_page_lists_filters_and_deletes():
     at = _upload_and_view(rerun(app()))
-    first = _save(at, "Budget case", tag="dropped_for_budget")
+    first = _save(at, "Budget case", tag="not_sent")
     at.selectbox(key="dbg.sample").set_value("04_stale_policy.json")
     rerun(at)
-    second = _save(at, "Stale case", note="old policy", tag="stale_version")
+    second = _save(at, "Stale case", note="old policy", tag="outdated_version_sent")
     at.switch_page("pages/cases.py")
     rerun(at)
     assert at.session_state["cases.shown"] == [second, first]
     table = at.dataframe[0].value
     assert list(table["title"]) == ["Stale case", "Budget case"]
     assert "None" not in table.astype(str).to_numpy().ravel().tolist()
-    at.selectbox(key="cases.tag").set_value("dropped_for_budget")
+    at.selectbox(key="cases.tag").set_value("not_sent")
     rerun(at)
     assert at.session_state["cases.shown"] == [first]
     at.selectbox(key="cases.tag").set_value("")

@@ -55,13 +55,13 @@ def test_a_sample_opens_in_its_failure_and_the_toggle_shows_the_fix(sample):
     assert at.session_state["ctx.trace"].config == failure.config
     assert at.toggle(key="dbg.fix").value is False
     assert metric(at, "Kept") == str(failure.fate_counts()["kept"])
-    assert metric(at, "Prompt tokens / safe input") == f"{failure.prompt.tokens:,} / {failure.budget.safe_input:,}"
+    assert metric(at, "Prompt / safe input") == f"{failure.prompt.tokens:,} / {failure.budget.safe_input:,}"
     assert any("What goes wrong (shown now)" in w.value for w in at.warning)
     at.toggle(key="dbg.fix").set_value(True)
     rerun(at)
     assert at.session_state["ctx.trace"].config == fix.config
     assert metric(at, "Kept") == str(fix.fate_counts()["kept"])
-    assert metric(at, "Prompt tokens / safe input") == f"{fix.prompt.tokens:,} / {fix.budget.safe_input:,}"
+    assert metric(at, "Prompt / safe input") == f"{fix.prompt.tokens:,} / {fix.budget.safe_input:,}"
     assert any("What fixes it (shown now)" in s.value for s in at.success)
     at.toggle(key="dbg.fix").set_value(False)
     rerun(at)

@@ -75,9 +75,10 @@ CREATED = "field 'created': must be a time in seconds since 1970, between 0 (197
     ({"title": ["a"]}, "field 'title': must be text (got ['a'])"),
     ({"note": 5}, "field 'note': must be text (got 5)"),
     ({"title": "t" * 201}, "field 'title': the title is longer than 200 characters"),
-    ({"tag": "nope"}, "field 'tag': must be one of '', 'dropped_for_budget', 'duplicates', 'buried_in_middle', "
-                      "'stale_version', 'not_permitted', 'below_threshold', 'instruction_in_content', "
-                      "'not_retrieved', 'truncated_prompt', 'answer_error', 'other' (got 'nope')"),
+    ({"tag": "nope"}, "field 'tag': must be one of '', 'instruction_followed', 'unsupported_answer', "
+                      "'nothing_relevant', 'outdated_version_sent', 'prompt_over_window', 'prompt_cut_off', "
+                      "'duplicates_crowd_out', 'buried_in_middle', 'fragmented_document', 'not_sent', "
+                      "'instruction_in_content', 'other' (got 'nope')"),
     ({"page": "admin"}, "field 'page': must be one of 'debugger', 'diagnose' (got 'admin')"),
     ({"view": "html"}, "field 'view': must be one of '', 'replay', 'sent' (got 'html')"),
     ({"settings": "x"}, "field 'settings': must be an object (got 'x')"),
