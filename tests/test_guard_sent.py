@@ -1,0 +1,140 @@
+"""The sent-prompt reader held by hand-valued tables (issue #29): what crowd-out and over-window are computed from.
+
+Each test names the bug it was checked against (planted by hand in a scratch copy; see the report of issue #29).
+Token counts are cl100k_base's, worked out once and written here.
+"""
+
+import dataclasses
+
+import pytest
+
+from ctxcore import Candidate, Config, build, get_tokenizer
+from ctxcore.analysis.sent import _gap_labelling, _question_present, _stem, overlap, content_words, reconstruct
+from ctxcore.records import SentPassage
+
+Q = "How much does return shipping cost?"
+# 39 cl100k tokens; its first sentence alone is 17 tokens and 42.8% of its normalised text
+LONG = ("Refunds are issued within 14 days of receiving the returned item at our warehouse. Items must be unused "
+        "and in their original packaging. Store credit is offered for items returned after 30 days.")
+FIRST = LONG[:LONG.index(" Items")]
+SHIP = "Return shipping costs a flat fee of 49 EUR, deducted from the refund amount."  # 17 tokens
+
+
+def _trace(*cands, **cfg):
+    return build(list(cands), Q, Config(**{"budget": 2000, **cfg}))
+
+
+def test_a_partly_sent_passage_counts_its_share_of_tokens_not_its_size():
+    """Plant: ``sent_tokens = tok.count(c.text)`` for a cut passage (its full 39 tokens, evidence 56)."""
+    trace = _trace(Candidate("a", LONG, 0.9), Candidate("b", SHIP, 0.8))
+    sent = reconstruct(trace, f"[1] {FIRST}\n[2] {SHIP}\nQuestion: {Q}")
+    assert sent.passages == (SentPassage("a", 1, "[1]", 0.428, 17, 4), SentPassage("b", 2, "[2]", 1.0, 17, 91))
+    assert sent.passages[0].cut and not sent.passages[1].cut
+    assert sent.evidence_tokens == 34 == round(39 * 0.428) + 17
+    assert (sent.prompt_tokens, sent.limit, sent.over_window) == (49, 7168, False)
+
+
+def test_a_whole_passage_counts_its_full_tokens():
+    """Plant: a whole passage also scaled (``round(count * share)`` always) -- equal here, so the cut case above
+    is the one that catches it; this row pins the whole count at 39."""
+    trace = _trace(Candidate("a", LONG, 0.9), Candidate("b", SHIP, 0.8))
+    sent = reconstruct(trace, f"[1] {LONG}\n[2] {SHIP}\nQuestion: {Q}")
+    assert [(p.id, p.share, p.tokens) for p in sent.passages] == [("a", 1.0, 39), ("b", 1.0, 17)]
+    assert sent.evidence_tokens == 56
+
+
+@pytest.mark.parametrize("spare, over", [(0, False), (-1, True), (1, False)])
+def test_over_window_at_its_edge(spare, over):
+    """Over the window is strictly more than window minus max_output. Plant: ``total >= limit``."""
+    prompt = f"[1] {SHIP}\nQuestion: {Q}"
+    total = get_tokenizer("cl100k_base").count(prompt)
+    assert total == 29
+    trace = _trace(Candidate("b", SHIP, 0.8))  # the window set after the build: a logged system's own window
+    trace = dataclasses.replace(trace, budget=dataclasses.replace(trace.budget, window=total + 100 + spare,
+                                                                  max_output=100))
+    sent = reconstruct(trace, prompt)
+    assert (sent.prompt_tokens, sent.limit, sent.over_window) == (29, 29 + spare, over)
+
+
+TEN = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
+EIGHT = "india hotel golf foxtrot echo delta charlie bravo"  # 8 of TEN's 10 words, reordered: Jaccard 0.8
+
+
+@pytest.mark.parametrize("near, dup", [(0.8, ("t", 0.8)), (0.81, (None, None)), (0.79, ("t", 0.8))])
+def test_a_near_copy_at_the_threshold_is_a_duplicate(near, dup):
+    """Jaccard at or above the config's near-dup threshold is a copy. Plant: ``s > threshold``."""
+    trace = _trace(Candidate("t", TEN, 0.9), Candidate("e", EIGHT, 0.8), near_dup=near)
+    sent = reconstruct(trace, f"{TEN}\n\n{EIGHT}\n\nQuestion: {Q}")
+    assert [p.id for p in sent.passages] == ["t", "e"]
+    assert (sent.passages[1].duplicate_of, sent.passages[1].similarity) == dup
+    assert sent.passages[0].duplicate_of is None
+
+
+def test_near_dup_off_falls_back_to_the_default_threshold():
+    """near_dup=None reads copies at DEFAULT_NEAR 0.8. Plant: DEFAULT_NEAR 0.9 (the 0.8 copy not seen)."""
+    trace = _trace(Candidate("t", TEN, 0.9), Candidate("e", EIGHT, 0.8), near_dup=None)
+    sent = reconstruct(trace, f"{TEN}\n\n{EIGHT}\n\nQuestion: {Q}")
+    assert (sent.passages[1].duplicate_of, sent.passages[1].similarity) == ("t", 0.8)
+
+
+def test_an_identical_copy_sent_twice_is_two_passages_the_second_a_duplicate():
+    """Identical texts claim successive occurrences. Plant: the ``pos in taken`` loop removed (one passage)."""
+    trace = _trace(Candidate("a", SHIP, 0.9), Candidate("a2", SHIP, 0.8))
+    sent = reconstruct(trace, f"[1] {SHIP}\n[2] {SHIP}\nQuestion: {Q}")
+    assert [(p.id, p.position, p.label, p.duplicate_of, p.similarity) for p in sent.passages] == [
+        ("a", 1, "[1]", None, None), ("a2", 2, "[2]", "a", 1.0)]
+    assert sent.evidence_tokens == 34 and sent.not_sent == ()
+
+
+def test_a_copy_retrieved_twice_but_sent_once_is_one_passage():
+    """Plant: the already-claimed occurrence counted again (two passages from one)."""
+    trace = _trace(Candidate("a", SHIP, 0.9), Candidate("a2", SHIP, 0.8))
+    sent = reconstruct(trace, f"[1] {SHIP}\nQuestion: {Q}")
+    assert [p.id for p in sent.passages] == ["a"] and sent.not_sent == ("a2",)
+    assert sent.evidence_tokens == 17
+
+
+@pytest.mark.parametrize("word, stem", [
+    ("refunds", "refund"), ("eggs", "eggs"), ("items", "item"), ("singing", "sing"), ("string", "string"),
+    ("damaged", "damag"), ("damage", "damag"), ("boxes", "boxe"), ("axes", "axes"), ("code", "code"),
+    ("coded", "coded"), ("refunded", "refund"), ("shipping", "shipp")])
+def test_stem_strips_a_suffix_only_from_a_long_enough_word(word, stem):
+    """A suffix goes only when more than three letters stay. Plant: ``>=`` for ``>`` ("eggs" -> "egg")."""
+    assert _stem(word) == stem
+
+
+def test_content_words_leave_out_function_words_and_short_words_but_keep_digits():
+    """Plant: the digit exemption dropped (a '7' would not count as a question word)."""
+    assert content_words("How do I return 7 of the items to a UK shop?") == frozenset(
+        {"return", "7", "item", "shop"})
+
+
+@pytest.mark.parametrize("text, share", [
+    ("Return shipping costs a flat fee.", 0.75), ("shipping", 0.25), ("nothing relevant here", 0.0)])
+def test_overlap_is_the_share_of_the_questions_content_words(text, share):
+    """Q's content words: much, return, shipp, cost. Plant: dividing by the text's words instead."""
+    assert content_words(Q) == frozenset({"much", "return", "shipp", "cost"})
+    assert overlap(text, content_words(Q)) == share
+    assert overlap(text, frozenset()) == 0.0
+
+
+@pytest.mark.parametrize("gap, labelling", [
+    ("\n\n", "blank-line"), ("\n  \n", "blank-line"), ("\n", "line"), (" ", "space"), ("  ", "space"),
+    ("\n---\n", "unlabelled")])
+def test_gap_labelling(gap, labelling):
+    """Plant: ``>= 1`` newlines for a blank line (a line break read as a blank line)."""
+    assert _gap_labelling(gap) == labelling
+
+
+@pytest.mark.parametrize("after, present", [
+    # Q's content words: much, return, shipp, cost -- 4; 0.8 of them is 3.2, so all 4 are needed reworded
+    ("what is the cost of return shipping, how much", True),
+    ("what is the cost of return shipping", False),
+    ("", False)])
+def test_a_reworded_question_needs_most_of_its_words_after_the_evidence(after, present):
+    """Plant: 0.8 lowered to 0.7 (three of four words would do)."""
+    assert _question_present(Q, "refunds are issued " + after, 19) is present
+
+
+def test_a_verbatim_question_anywhere_is_present():
+    assert _question_present(Q, "how much does return shipping cost? [1] refunds are issued", 59) is True
