@@ -1,7 +1,11 @@
 """The format readers held by hand-valued tables (issue #29): runs grouped by time when an export lost its links,
 and which LLM call is the generation. Each test names the bug it was checked against (planted by hand)."""
 
+import json
+
 import pytest
+
+import ctxcore
 
 from ctxcore.io.formats.runs import GAP_SECONDS, by_time, links_lost, pick, window
 from ctxcore.io.formats.spans import Span
@@ -79,3 +83,75 @@ def test_pick_prefers_retrieval_and_llm_then_retrieval_then_the_first():
 def test_window_is_first_start_to_last_end_or_start():
     assert window([_span(0, 5.0, 6.0), _span(1, 1.0, 2.0), _span(2, 7.0, None)]) == (1.0, 7.0)
     assert window([_span(0, None, None)]) is None
+
+
+# -- which LLM call is the generation ---------------------------------------------------------------------------
+D1 = "Refunds take five business days to reach your original payment method after approval."
+D2 = "Standard shipping is free for orders over fifty dollars and arrives within a week."
+Q = "How long does a refund take?"
+ANSWER = "Five business days [1]."
+CONTEXT = f"[1] {D1}\n[2] {D2}\n\nQuestion: {Q}"
+# (name, seconds from the start, prompt, answer): a rewrite before retrieval, the generation, a judge after it
+CALLS = {"rewrite": (0.1, f"Rewrite the question for search: {Q}", "refund duration"),
+         "generate": (2.0, CONTEXT, ANSWER),
+         "judge": (5.0, f"Grade the answer against the documents.\n{CONTEXT}\nAnswer: {ANSWER}", "score: 5")}
+ORDERS = [(["rewrite", "generate", "judge"], "generate"), (["generate", "judge"], "generate"),
+          (["rewrite", "generate"], "generate"), (["generate"], "generate")]
+
+
+def _oi_span(name, kind, sid, parent, start, end, **attrs):
+    return {"name": name, "span_kind": kind, "parent_id": parent, "context.span_id": sid, "context.trace_id": "t1",
+            "start_time": f"2024-05-14T09:21:{start:06.3f}+00:00", "end_time": f"2024-05-14T09:21:{end:06.3f}+00:00",
+            "attributes.openinference.span.kind": kind, **{f"attributes.{k}": v for k, v in attrs.items()}}
+
+
+def _openinference(order):
+    spans = [_oi_span("query", "CHAIN", "root", None, 0.0, 9.0, **{"input.value": Q, "output.value": ANSWER}),
+             _oi_span("retrieve", "RETRIEVER", "ret", "root", 1.0, 1.5, **{
+                 "input.value": Q, "retrieval.documents.0.document.id": "d1",
+                 "retrieval.documents.0.document.content": D1, "retrieval.documents.0.document.score": 0.9,
+                 "retrieval.documents.1.document.id": "d2", "retrieval.documents.1.document.content": D2,
+                 "retrieval.documents.1.document.score": 0.5})]
+    for name in order:
+        at, prompt, out = CALLS[name]
+        spans.append(_oi_span(name, "LLM", name, "root", at, at + 0.5, **{
+            "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": prompt,
+            "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": out}))
+    return "\n".join(json.dumps(s) for s in spans)
+
+
+def _langfuse(order):
+    t = lambda s: f"2024-05-14T10:02:{s:06.3f}Z"  # noqa: E731
+    obs = [{"id": "root", "type": "SPAN", "name": "rag", "startTime": t(0), "endTime": t(9), "input": {"question": Q},
+            "output": {"answer": ANSWER}},
+           {"id": "ret", "type": "RETRIEVER", "name": "kb-search", "startTime": t(1), "endTime": t(1.5),
+            "parentObservationId": "root", "input": {"query": Q},
+            "output": [{"id": "d1", "page_content": D1, "score": 0.9}, {"id": "d2", "page_content": D2, "score": 0.5}]}]
+    for name in order:
+        at, prompt, out = CALLS[name]
+        obs.append({"id": name, "type": "GENERATION", "name": name, "startTime": t(at), "endTime": t(at + 0.5),
+                    "parentObservationId": "root", "model": "gpt-4o", "input": [{"role": "user", "content": prompt}],
+                    "output": {"role": "assistant", "content": out}})
+    return json.dumps({"id": "lf1", "name": "support", "timestamp": t(0), "input": {"question": Q},
+                       "output": {"answer": ANSWER}, "observations": obs})
+
+
+@pytest.mark.parametrize("make, name", [(_openinference, "x.jsonl"), (_langfuse, "x.json")])
+@pytest.mark.parametrize("order, chosen", ORDERS)
+def test_the_generation_is_the_call_that_wrote_the_answer_not_a_rewrite_or_a_judge(make, name, order, chosen):
+    """A judge after the answer quotes the same two documents; the generation is the call whose answer is the run's
+    output. Bug found (and fixed in messages.generation): the later of two calls holding as many documents was
+    taken, so the judge's "score: 5" was read as the answer. Plant: the tie broken by place only."""
+    loaded = ctxcore.loads(make(order), name)
+    assert (loaded.logged.llm_span, loaded.logged.answer, loaded.logged.prompt_text.count(D1)) == (
+        chosen, ANSWER, 1)
+    assert loaded.logged.prompt_text.endswith(f"Question: {Q}")
+
+
+def test_a_retry_with_the_same_documents_and_no_run_output_is_the_last_call():
+    """Without a run output to tell them apart, the later of two calls holding as many documents is taken (a retry).
+    Plant: the earliest taken."""
+    spans = [json.loads(line) for line in _openinference(["generate", "judge"]).splitlines()]
+    del spans[0]["attributes.output.value"]
+    loaded = ctxcore.loads("\n".join(map(json.dumps, spans)), "x.jsonl")
+    assert (loaded.logged.llm_span, loaded.logged.answer) == ("judge", "score: 5")
