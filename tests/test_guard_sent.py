@@ -35,8 +35,7 @@ def test_a_partly_sent_passage_counts_its_share_of_tokens_not_its_size():
 
 
 def test_a_whole_passage_counts_its_full_tokens():
-    """Plant: a whole passage also scaled (``round(count * share)`` always) -- equal here, so the cut case above
-    is the one that catches it; this row pins the whole count at 39."""
+    """The whole count, 39, beside the cut one above (17): the two sides of ``share >= 1``."""
     trace = _trace(Candidate("a", LONG, 0.9), Candidate("b", SHIP, 0.8))
     sent = reconstruct(trace, f"[1] {LONG}\n[2] {SHIP}\nQuestion: {Q}")
     assert [(p.id, p.share, p.tokens) for p in sent.passages] == [("a", 1.0, 39), ("b", 1.0, 17)]
