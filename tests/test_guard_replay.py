@@ -2,11 +2,16 @@
 
 Each test names the bug it was checked against (planted by hand in a scratch copy)."""
 
+import json
+import os
+import sys
 from collections import Counter
 
 import pytest
 
+from ctxcore.io.limits import MAX_BYTES
 from ctxcore.replay.report import Summary, percentiles
+from ctxcore.replay.run import replay
 
 
 def _row(run_id, *, changed=False, reordered=False, lost=(), moved=(), saved=0, evidence=(100, 100),
@@ -85,3 +90,70 @@ def test_findings_gone_and_new_are_counted_per_run():
 def test_nearest_rank_percentiles(hist, want):
     """Plant: ``math.floor`` for ``math.ceil`` in the rank (p50 of 1,2,3 would be 1)."""
     assert percentiles(hist, (0, 50, 100)) == want
+
+
+# -- relations over a generated log -------------------------------------------------------------------------------
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import replaylog  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory):
+    """24 generated runs (8-12 candidates), a file that is not UTF-8 and a file one byte over the size limit
+    (sparse: nothing is written but its length)."""
+    folder = tmp_path_factory.mktemp("guard-replay")
+    path = folder / "log.jsonl"
+    planted = replaylog.generate(str(path), 24, seed=3, candidates=(8, 12), sentences=(1, 2), regression_every=3)
+    latin = folder / "latin.json"
+    latin.write_bytes('{"query": "caf\u00e9", "candidates": []}'.encode("latin-1"))
+    huge = folder / "huge.json"
+    with open(huge, "wb") as f:
+        f.truncate(MAX_BYTES + 1)
+    return folder, path, planted, latin, huge
+
+
+def _replayed(log, new, name):
+    folder, path, _, latin, huge = log
+    out = folder / name
+    report = replay([str(path), str(latin), str(huge)], new, out=str(out), engine="inprocess", with_findings=False)
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    return report, rows
+
+
+def test_a_replays_counts_equal_the_rows_they_summarise(log):
+    """Relational: every count of report.json is the sum over runs.jsonl, and the two unreadable files are listed
+    (the replay goes on past them). Plants: regressions counted per lost passage; an unreadable file stopping the
+    replay or counted as a run."""
+    report, rows = _replayed(log, {"max_passages": 3}, "cap")
+    _, _, planted, latin, huge = log
+    assert report["runs"] == len(rows) == 24
+    assert report["changed"] == sum(r["changed"] for r in rows)
+    assert report["unchanged"] == 24 - report["changed"]
+    assert report["reordered"] == sum(r["reordered"] for r in rows)
+    assert report["regression_count"] == sum(r["regression"] for r in rows) == len(report["regressions"])
+    assert all(bool(r["lost_ids"]) == r["regression"] for r in rows)
+    assert sorted(g["run_id"] for g in report["regressions"]) == sorted(planted)
+    assert report["newly_dropped"] == sum(len(r["newly_dropped"]) for r in rows)
+    assert report["newly_kept"] == sum(len(r["newly_kept"]) for r in rows)
+    assert sum(m["candidates"] for m in report["fate_moves"]) == sum(len(r["moved"]) for r in rows)
+    assert report["tokens"]["saved_total"] == sum(r["tokens_saved"] for r in rows)
+    assert report["tokens"]["prompt_before"] == sum(r["prompt_tokens_before"] for r in rows)
+    assert report["tokens"]["evidence_saved_total"] == sum(
+        r["evidence_tokens_before"] - r["evidence_tokens_after"] for r in rows)
+    assert report["unreadable_count"] == 2
+    assert [u["source"] for u in report["unreadable"]] == [str(latin), str(huge)]
+    assert [u["reason"] for u in report["unreadable"]] == [
+        "line 1: not UTF-8 text (byte 0xe9 at offset 14); save the file as UTF-8",
+        "the file is 67.1 MB; the limit is 64 MB"]
+
+
+def test_runs_whose_order_alone_changed_are_counted_changed(log):
+    """The log was built with order "sandwich"; replayed with "rank" no fate moves, but passages change places.
+    Plant: ``"changed": bool(moved)`` (an order-only change counted unchanged)."""
+    report, rows = _replayed(log, {"order": "rank"}, "order")
+    assert report["fate_moves"] == [] and report["newly_dropped"] == 0
+    moved_only = [r for r in rows if r["reordered"]]
+    assert moved_only and all(r["changed"] for r in moved_only)
+    assert report["changed"] == report["reordered"] == len(moved_only)
+    assert report["regression_count"] == 0
