@@ -3,6 +3,7 @@
 fixes a user sees. Each test names the bug it was checked against (planted by hand in a scratch copy)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,45 @@ def test_nothing_relevant_at_the_edges_of_its_thresholds(best, top, nothing):
     trace = build([Candidate("b", best, top), Candidate("f", FILL, top - 0.01)], WQ, Config(budget=2000))
     kinds = [f.kind for f in diagnose(trace).findings]
     assert kinds == (["nothing_relevant"] if nothing else [])
+
+
+def _numbers_agree(f, trace, sent):
+    """The numbers a finding's title and evidence state, each checked against the trace and its sent context; how
+    many were checked."""
+    from_text, checked = f"{f.title} | {f.evidence}", 0
+    by_id = {c.id: c for c in trace.candidates}
+    for cid, pos, n in re.findall(r"(?:passage, )?([\w.-]+),? (?:was sent at|is passage) (?:position )?(\d+) of (\d+)",
+                                  from_text):
+        assert (sent.passage(cid).position, len(sent.passages)) == (int(pos), int(n)), (f.kind, from_text)
+        checked += 1
+    for cid, score in re.findall(r"([\w.-]+) \(score ([\d.]+)", from_text):
+        assert f"{by_id[cid].score:g}" == score, (f.kind, from_text)
+        checked += 1
+    m = re.search(r"took (\d+)% of the sent evidence", f.title)
+    if m:
+        members, used, total = re.match(r"(.+): (\d+) of (\d+) evidence tokens", f.evidence).groups()
+        ids = members.split(", ")
+        assert int(total) == sent.evidence_tokens and int(used) == sum(sent.passage(i).tokens for i in ids)
+        assert int(m.group(1)) == round(100 * int(used) / int(total)) and ids == list(f.ids[1:])
+        checked += 1
+    m = re.search(r"counts ([\d,]+) tokens against a ([\d,]+)-token limit", f.title)
+    if m:
+        assert (int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))) == (sent.prompt_tokens, sent.limit)
+        checked += 1
+    m = re.search(r"cut off inside ([\w.-]+): only (\d+)% of its text", f.title)
+    if m:
+        assert round(100 * sent.passage(m.group(1)).share) == int(m.group(2))
+        checked += 1
+    return checked
+
+
+def test_no_findings_numbers_disagree_with_the_trace_they_were_computed_from():
+    """Relational, over every diagnose fixture: positions, scores, evidence shares, token counts and cut shares in a
+    finding's words are those of the sent context and the trace. Plants: the crowd-out's share over all prompt
+    tokens; a buried position counted from 0."""
+    checked = 0
+    for name in FIXTURES:
+        trace = ctxcore.load(CATALOGUE / name).build()
+        d = diagnose(trace, logged_prompt=trace.logged.prompt_text, answer=trace.logged.answer)
+        checked += sum(_numbers_agree(f, trace, d.sent) for f in d.findings)
+    assert checked >= 12  # 12 numbers in the catalogue today
