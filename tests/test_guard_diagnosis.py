@@ -194,3 +194,21 @@ def test_no_findings_numbers_disagree_with_the_trace_they_were_computed_from():
         d = diagnose(trace, logged_prompt=trace.logged.prompt_text, answer=trace.logged.answer)
         checked += sum(_numbers_agree(f, trace, d.sent) for f in d.findings)
     assert checked >= 12  # 12 numbers in the catalogue today
+
+
+# -- RELEVANT: an unscored passage not sent is a cause only when it holds a quarter of the question's words --------
+Q8 = "Warranty period, electronics online, receipt, repair centre, courier?"  # 8 content words
+S1 = "The warranty period is printed on the back of the card in small letters."      # 2 of 8
+S2 = "Your warranty period starts on the day the parcel is signed for at home."       # 2 of 8
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("Keep the receipt and bring it along to the repair desk in the shop.", "not_sent"),                 # 2 of 8: 0.25
+    ("Keep the receipt in a drawer at home, somewhere dry and easy to find.", "missing_from_logged_prompt"),  # 1 of 8
+])
+def test_an_unscored_passage_not_sent_is_a_cause_from_a_quarter_of_the_questions_words(text, kind):
+    """Plants: ``overlap(...) > RELEVANT`` (the 0.25 passage only a note); RELEVANT 0.1 (the 1-of-8 one a cause)."""
+    trace = build([Candidate("s1", S1), Candidate("s2", S2), Candidate("y", text)], Q8, Config(budget=2000))
+    d = diagnose(trace, logged_prompt=f"[1] {S1}\n\n[2] {S2}\n\nQuestion: {Q8}")
+    assert [(f.kind, f.role, f.ids, f.title) for f in d.findings] == [
+        (kind, "cause" if kind == "not_sent" else "note", ("y",), "y was retrieved but never sent")]
