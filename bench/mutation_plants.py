@@ -68,6 +68,19 @@ PLANTS = [
  ("diagnosis: RELEVANT >", "ctxcore/analysis/diagnosis.py", "overlap(ctx.by_id[cid].text, ctx.q) >= RELEVANT))",
   "overlap(ctx.by_id[cid].text, ctx.q) > RELEVANT))", ["tests/test_guard_diagnosis.py"]),
  ("diagnosis: RELEVANT 0.1", "ctxcore/analysis/diagnosis.py", "RELEVANT = 0.25 ", "RELEVANT = 0.1 ", ["tests/test_guard_diagnosis.py"]),
+ ("sent: versions read as copies", "ctxcore/analysis/sent.py",
+  "    return c.id in newest and newest.get(e.id) == newest[c.id] and version_key(c) != version_key(e)",
+  "    return False", ["tests/test_guard_sent.py"]),
+ ("sent: newest superseded by itself", "ctxcore/analysis/sent.py", "version_key(c) >= top[0]", "version_key(c) > top[0]",
+  ["tests/test_guard_sent.py"]),
+ ("sent: abstain read with the rule pattern", "ctxcore/analysis/sent.py", "bool(_ABSTAIN.search(prompt))",
+  "bool(_RULE.search(prompt))", ["tests/test_guard_sent.py"]),
+ ("sent: of_build not-sent inverted", "ctxcore/analysis/sent.py",
+  "tuple(c.id for c in trace.candidates if c.id not in kept_ids)", "tuple(c.id for c in trace.candidates if c.id in kept_ids)",
+  ["tests/test_guard_sent.py"]),
+ ("sent: attach skips a logged prompt", "ctxcore/analysis/sent.py",
+  "if logged is None or not logged.prompt_text or logged.sent is not None:",
+  "if logged is None or logged.prompt_text or logged.sent is not None:", ["tests/test_guard_sent.py"]),
 ]
 if os.path.exists(DST):
     shutil.rmtree(DST)

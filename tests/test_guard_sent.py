@@ -8,8 +8,9 @@ import dataclasses
 
 import pytest
 
-from ctxcore import Candidate, Config, build, get_tokenizer
-from ctxcore.analysis.sent import _gap_labelling, _question_present, _stem, overlap, content_words, reconstruct
+from ctxcore import Candidate, Config, Logged, build, get_tokenizer
+from ctxcore.analysis.sent import (_gap_labelling, _question_present, _stem, attach, content_words, family_members,
+                                   of_build, of_trace, overlap, reconstruct)
 from ctxcore.records import SentPassage
 
 Q = "How much does return shipping cost?"
@@ -137,3 +138,68 @@ def test_a_reworded_question_needs_most_of_its_words_after_the_evidence(after, p
 
 def test_a_verbatim_question_anywhere_is_present():
     assert _question_present(Q, "how much does return shipping cost? [1] refunds are issued", 59) is True
+
+
+# -- versions, answer rules, the build's own prompt -----------------------------------------------------------------
+V1 = "Refunds above 150 dollars need a team lead's approval recorded in the ticket before payout."  # 19 tokens
+V2 = "Refunds above 200 dollars need a team lead's approval recorded in the ticket before payout."  # 19 tokens
+WHO = "Who approves a large refund?"
+RULED = (f"Answer only from the sources. If they do not cover it, say you don't know.\n[1] {V1}\n[2] {V2}\n"
+         f"Question: {WHO}")
+
+
+def _versions():
+    cands = [Candidate("v1", V1, 0.9, doc_id="approval", version="1"),
+             Candidate("v2", V2, 0.8, doc_id="approval", version="2"), Candidate("b", SHIP, 0.5)]
+    return build(cands, WHO, Config(budget=2000))
+
+
+def test_two_versions_of_one_passage_are_a_version_question_not_a_duplicate():
+    """v1 and v2 differ in one number (Jaccard 0.93): the older is superseded, neither is a copy.
+    Plants: ``_versions_of_one`` always False (v2 a duplicate of v1); ``_superseded`` with ``>`` (v2 its own
+    successor)."""
+    sent = reconstruct(_versions(), RULED)
+    assert sent.passages == (SentPassage("v1", 1, "[1]", 1.0, 19, 79, None, None, "v2"),
+                             SentPassage("v2", 2, "[2]", 1.0, 19, 175, None, None, None))
+    assert (sent.not_sent, sent.evidence_tokens, sent.prompt_tokens) == (("b",), 38, 71)
+    assert (sent.question_present, sent.rule_present, sent.abstain_asked, sent.source, sent.labelling) == (
+        True, True, True, "logged", "bracket-number")
+
+
+@pytest.mark.parametrize("head, rule, abstain", [
+    ("Answer only from the sources.", True, False),
+    ("Use the documents below.", True, False),
+    ("If they do not cover it, say you don't know.", True, True),
+    ("Cite the passage you use.", True, False),
+    ("Be brief.", False, False),
+    ("Reply exactly 'no answer' when unsure.", False, True),
+])
+def test_answer_rule_and_abstain_instruction_are_read_on_the_prompt(head, rule, abstain):
+    """Plant: the abstain pattern read with the rule's (an abstain line without a rule)."""
+    sent = reconstruct(_versions(), f"{head}\n[1] {V2}\nQuestion: {WHO}")
+    assert (sent.rule_present, sent.abstain_asked) == (rule, abstain)
+
+
+def test_the_builds_own_prompt_is_the_sent_context_without_a_logged_one():
+    """of_build: the kept passages as [S1].., their tokens, where each block starts, the stale version not sent.
+    Plant: of_build's not-sent list taken from the kept ids (``in`` for ``not in``)."""
+    trace = _versions()
+    want = (SentPassage("v2", 1, "[S1]", 1.0, 19, 28), SentPassage("b", 2, "[S2]", 1.0, 17, 65))
+    for sent in (of_build(trace), of_trace(trace)):
+        assert sent.passages == want
+        assert (sent.not_sent, sent.evidence_tokens, sent.prompt_tokens, sent.source, sent.labelling) == (
+            ("v1",), 36, 160, "replay", "bracket-s")
+    assert [c.id for c in family_members(trace, "v1")] == ["v2", "v1"] and family_members(trace, "b") == []
+
+
+def test_a_logged_prompt_is_read_once_and_kept_on_the_trace():
+    """attach fills logged.sent; of_trace then returns that very record for the same prompt, and reads another
+    prompt afresh. Plant: attach skipping a trace whose prompt is set (sent stays None)."""
+    trace = dataclasses.replace(_versions(), logged=Logged(format="openinference", prompt_text=RULED))
+    attached = attach(trace)
+    assert attached.logged.sent == reconstruct(trace, RULED)
+    assert of_trace(attached) is attached.logged.sent
+    assert [p.id for p in of_trace(attached, f"[1] {V2}\nQuestion: {WHO}").passages] == ["v2"]
+    assert attach(attached) is attached
+    untouched = _versions()
+    assert attach(untouched) is untouched
