@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from ctxcore import Candidate, Config, Logged, build, get_tokenizer
-from ctxcore.analysis.sent import (_gap_labelling, _question_present, _stem, attach, content_words, family_members,
+from ctxcore.analysis.sent import (_gap_labelling, _labelling_of, _question_present, _stem, attach, content_words, family_members,
                                    of_build, of_trace, overlap, reconstruct)
 from ctxcore.records import SentPassage
 
@@ -203,3 +203,20 @@ def test_a_logged_prompt_is_read_once_and_kept_on_the_trace():
     assert attach(attached) is attached
     untouched = _versions()
     assert attach(untouched) is untouched
+
+
+@pytest.mark.parametrize("label, labelling", [
+    ("[S1]", "bracket-s"), ("[1]", "bracket-number"), ("(2)", "paren-number"), ("2.", "numbered-list"),
+    ("3)", "numbered-list"), ("Document 3", "document-number"), ("Source #4", "source-number")])
+def test_labelling_named_from_a_label(label, labelling):
+    """Survivors of the first mutation run (``_labelling_of``): the paren and numbered-list names."""
+    assert _labelling_of(label) == labelling
+
+
+@pytest.mark.parametrize("mark, label, labelling", [("({n})", "({n})", "paren-number"), ("{n}.", "{n}.", "numbered-list")])
+def test_paren_and_numbered_prompts_are_read_with_their_labels(mark, label, labelling):
+    trace = _trace(Candidate("a", LONG, 0.9), Candidate("b", SHIP, 0.8))
+    prompt = f"{mark.format(n=1)} {LONG}\n{mark.format(n=2)} {SHIP}\nQuestion: {Q}"
+    sent = reconstruct(trace, prompt)
+    assert [(p.id, p.label) for p in sent.passages] == [("a", label.format(n=1)), ("b", label.format(n=2))]
+    assert sent.labelling == labelling
