@@ -7,6 +7,7 @@ import pytest
 
 import ctxcore
 
+from ctxcore.io.formats.messages import generation
 from ctxcore.io.formats.runs import GAP_SECONDS, by_time, links_lost, pick, window
 from ctxcore.io.formats.spans import Span
 
@@ -155,3 +156,22 @@ def test_a_retry_with_the_same_documents_and_no_run_output_is_the_last_call():
     del spans[0]["attributes.output.value"]
     loaded = ctxcore.loads("\n".join(map(json.dumps, spans)), "x.jsonl")
     assert (loaded.logged.llm_span, loaded.logged.answer) == ("judge", "score: 5")
+
+
+DOCS = [{"content": D1}, {"content": D2}]
+# name -> (place, prompt, answer)
+PLAIN = {"a": (0, f"{D1}\n{D2}", "Five  business\ndays."), "b": (1, f"{D1}\n{D2}", "score: 5"), "c": (2, D1, "x")}
+
+
+@pytest.mark.parametrize("calls, output, chosen", [
+    (["a", "b", "c"], "Five business days.", "a"),   # the answer equal to the run's output, whitespace aside
+    (["a", "b", "c"], None, "b"),                    # no output: the last of the two holding both documents
+    (["a", "b", "c"], "   ", "b"),                   # a blank output says nothing
+    (["a", "b", "c"], "x", "b"),                     # c wrote the output but holds one document: documents first
+    (["c"], None, "c"),
+    ([], "x", None),
+])
+def test_generation_table(calls, output, chosen):
+    """Plants: documents not counted first (c taken for output 'x'); the output compared without squashing."""
+    got = generation(calls, DOCS, lambda c: PLAIN[c][1], lambda c: PLAIN[c][2], output, lambda c: PLAIN[c][0])
+    assert got == chosen
