@@ -220,3 +220,13 @@ def test_paren_and_numbered_prompts_are_read_with_their_labels(mark, label, labe
     sent = reconstruct(trace, prompt)
     assert [(p.id, p.label) for p in sent.passages] == [("a", label.format(n=1)), ("b", label.format(n=2))]
     assert sent.labelling == labelling
+
+
+def test_xml_documents_without_an_index_are_labelled_by_the_tag_alone():
+    """Survivors of the first mutation run (``_read_label``): a <document> with no index or id attribute."""
+    trace = _trace(Candidate("a", LONG, 0.9), Candidate("b", SHIP, 0.8))
+    prompt = (f"<documents>\n<document>\n<document_content>\n{LONG}\n</document_content>\n</document>\n"
+              f'<document id="kb-7">\n{SHIP}\n</document>\n</documents>\n\n{Q}')
+    sent = reconstruct(trace, prompt)
+    assert [(p.id, p.label) for p in sent.passages] == [("a", "<document>"), ("b", '<document id="kb-7">')]
+    assert sent.labelling == "xml-doc"
