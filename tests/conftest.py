@@ -11,12 +11,18 @@ import sys
 import tempfile
 
 import pytest
+from hypothesis import settings
 
 from ctxcore import Candidate, InputError, get_tokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Saved cases go to a throwaway folder in every test (and every app server a test starts), never the repository.
 os.environ.setdefault("CTXCORE_DATA_DIR", tempfile.mkdtemp(prefix="ctxcore-test-data-"))
+
+# The mutation run (pyproject.toml [tool.mutmut]: --hypothesis-profile=mutation) must give a mutant the same
+# examples every time, or a kill resting on a lucky example flips between runs; no deadline, since mutmut's
+# trampolines slow every call and a deadline miss would count as a kill. CI keeps the default profile.
+settings.register_profile("mutation", derandomize=True, database=None, deadline=None)
 
 SEED_TEXTS = {
     "policy-returns": "Refunds are processed within five business days to the original payment method.",

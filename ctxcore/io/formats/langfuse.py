@@ -13,7 +13,7 @@ from ..loaded import Loaded
 from ...records import Inputs
 from .documents import from_metadata, match_keys, rank_documents
 from .family import Family, select_trace, to_loaded
-from .messages import (content_text, count_docs_in, joined, message_text, query_from, request_parts, settings_from,
+from .messages import (content_text, generation, joined, message_text, query_from, request_parts, settings_from,
                        stated_limits, text_of)
 from .runs import pick, run_rows
 from .spans import is_span
@@ -237,7 +237,8 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: O
 
     gens = [o for o in obs if str(o.get("type", "")).upper() == "GENERATION"]
     prompts = {id(g): _lf_prompt(g) for g in gens}
-    gen = max(gens, key=lambda g: (count_docs_in(prompts[id(g)][0], retrieved), place[id(g)]), default=None)
+    gen = generation(gens, retrieved, lambda g: prompts[id(g)][0], lambda g: text_of(g.get("output")),
+                     text_of(trace.get("output")), lambda g: place[id(g)])
     prompt_text = answer = model = prompt_tokens = None
     inputs, config = Inputs(), {}
     if gen is not None:

@@ -89,6 +89,15 @@ def count_docs_in(text: Optional[str], docs: list[dict]) -> int:
                and snippet(d["content"]) in flat)
 
 
+def generation(calls: list, docs: list[dict], prompt_of, answer_of, output: Optional[str], place):
+    """The LLM call that wrote the run's answer: the one whose prompt holds the most retrieved documents; of
+    those, the one whose answer is the run's own output (a judge or checker called after the answer quotes the
+    same documents), then the last (a retry). A query rewrite holds none of the documents."""
+    final = squash(output) if isinstance(output, str) and output.strip() else None
+    return max(calls, key=lambda c: (count_docs_in(prompt_of(c), docs),
+                                     final is not None and squash(answer_of(c) or "") == final, place(c)), default=None)
+
+
 def text_of(value) -> Optional[str]:
     """An answer from an output value: the text, or the usual field of JSON output."""
     parsed = json_value(value)

@@ -12,7 +12,7 @@ from ..loaded import Loaded
 from ...records import Inputs
 from .documents import document, match_keys, rank_documents
 from .family import Family, select_trace, to_loaded
-from .messages import (content_text, count_docs_in, joined, message_text, query_from, request_parts, settings_from,
+from .messages import (content_text, count_docs_in, generation, joined, message_text, query_from, request_parts, settings_from,
                        stated_limits, text_of)
 from .runs import GAP_SECONDS, by_time, first_start, links_lost, pick, run_rows, span_rows, window
 from .spans import Span, parse_spans, span_records
@@ -170,7 +170,8 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
             llms = [sibling]
             prompts = {id(sibling): _oi_prompt(sibling)}
             place[id(sibling)] = len(place)
-    llm = max(llms, key=lambda s: (count_docs_in(prompts[id(s)][0], all_docs), place[id(s)]), default=None)
+    run_output = _said(json_value(dig(root.attrs, "output", "value"))) if root is not None else None
+    llm = generation(llms, all_docs, lambda s: prompts[id(s)][0], _oi_answer, run_output, lambda s: place[id(s)])
     prompt_text = answer = model = prompt_tokens = None
     inputs = Inputs()
     config: dict = {}
@@ -194,8 +195,8 @@ def _load(spans: list[Span], source: str, trace_id: Optional[str], fmt: str = OP
             unmapped.append(f"the prompt of the {llm.label()} span (no llm.input_messages or llm.prompts)")
     else:
         unmapped.append("the prompt and answer (no LLM span in the trace)")
-    if answer is None and root is not None:
-        answer = _said(json_value(dig(root.attrs, "output", "value")))
+    if answer is None:
+        answer = run_output
 
     used = {id(s) for s in [*retrievers, *with_docs, *rerankers, *([llm] if llm else []), *([root] if root else [])]}
     spare = [s.label() for s in ordered if id(s) not in used]

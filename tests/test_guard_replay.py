@@ -1,0 +1,159 @@
+"""Replay's counts held by hand-valued tables and by relations over a generated log (issue #29).
+
+Each test names the bug it was checked against (planted by hand in a scratch copy)."""
+
+import json
+import os
+import sys
+from collections import Counter
+
+import pytest
+
+from ctxcore.io.limits import MAX_BYTES
+from ctxcore.replay.report import Summary, percentiles
+from ctxcore.replay.run import replay
+
+
+def _row(run_id, *, changed=False, reordered=False, lost=(), moved=(), saved=0, evidence=(100, 100),
+         findings=(False, [], [])):
+    checked, gone, new = findings
+    return {"ok": True, "row": {
+        "run_id": run_id, "source": f"{run_id}.json", "time": None, "query": "q", "baseline": "trace",
+        "changed": changed, "reordered": reordered, "findings_checked": checked, "tokens_saved": saved,
+        "evidence_tokens_before": evidence[0], "evidence_tokens_after": evidence[1],
+        "prompt_tokens_before": 500, "prompt_tokens_after": 500 - saved,
+        "moved": [{"id": i, "before_fate": a, "after_fate": b} for i, a, b in moved],
+        "newly_dropped": [i for i, a, b in moved if a == "kept" and b != "kept"],
+        "newly_kept": [i for i, a, b in moved if a != "kept" and b == "kept"],
+        "findings_gone": gone, "findings_new": new,
+        "lost_ids": list(lost), "lost_labels": [f"S{n}" for n, _ in enumerate(lost, 1)], "regression": bool(lost)}}
+
+
+def _report(results):
+    s = Summary()
+    for r in results:
+        s.add(r)
+    return s.report(new={"budget": 100})
+
+
+def test_regressions_are_counted_per_run_not_per_lost_passage():
+    """Run a loses three cited passages, run b one: two regressions. Plant: ``regression_count +=
+    len(row["lost_ids"])`` (four)."""
+    rep = _report([_row("a", changed=True, lost=("p1", "p2", "p3")), _row("b", changed=True, lost=("p9",)),
+                   _row("c")])
+    assert rep["regression_count"] == 2
+    assert [(g["run_id"], g["lost_ids"], g["cited_labels"]) for g in rep["regressions"]] == [
+        ("a", ["p1", "p2", "p3"], ["S1", "S2", "S3"]), ("b", ["p9"], ["S1"])]
+    assert (rep["runs"], rep["changed"], rep["unchanged"]) == (3, 2, 1)
+
+
+def test_unreadable_runs_are_counted_and_listed_but_not_replayed():
+    """Plant: an unreadable result counted as a run too (``runs`` 3)."""
+    bad = {"ok": False, "source": "x.jsonl", "reason": "x.jsonl: not UTF-8 text", "run_id": None}
+    rep = _report([_row("a"), bad, _row("b")])
+    assert (rep["runs"], rep["unreadable_count"]) == (2, 1)
+    assert rep["unreadable"] == [{"source": "x.jsonl", "reason": "x.jsonl: not UTF-8 text"}]
+
+
+def test_fate_moves_count_candidates_and_runs():
+    """Two runs move kept->dropped (3 candidates), one moves dropped->kept. Plant: ``move_runs.update(pairs)``
+    (runs counted per candidate: 3, not 2)."""
+    rep = _report([_row("a", changed=True, moved=[("x", "kept", "dropped"), ("y", "kept", "dropped")]),
+                   _row("b", changed=True, moved=[("x", "kept", "dropped"), ("z", "dropped", "kept")])])
+    assert rep["fate_moves"] == [{"from": "kept", "to": "dropped", "candidates": 3, "runs": 2},
+                                 {"from": "dropped", "to": "kept", "candidates": 1, "runs": 1}]
+    assert (rep["newly_dropped"], rep["newly_kept"]) == (3, 1)
+
+
+def test_tokens_saved_and_evidence_totals():
+    rep = _report([_row("a", saved=40, evidence=(100, 70)), _row("b", saved=-10, evidence=(50, 60)), _row("c")])
+    t = rep["tokens"]
+    assert (t["prompt_before"], t["prompt_after"], t["saved_total"]) == (1500, 1470, 30)
+    assert (t["evidence_before"], t["evidence_after"], t["evidence_saved_total"]) == (250, 230, 20)
+    assert t["saved_per_run"] == {"p0": -10, "p10": -10, "p25": -10, "p50": 0, "p75": 40, "p90": 40, "p100": 40}
+    assert t["evidence_saved_per_run"]["p50"] == 0 and t["evidence_saved_per_run"]["p100"] == 30
+
+
+def test_findings_gone_and_new_are_counted_per_run():
+    rep = _report([_row("a", findings=(True, ["duplicates"], ["buried"])), _row("b", findings=(True, ["duplicates"], [])),
+                   _row("c")])
+    assert rep["findings"] == {"gone": {"duplicates": 2}, "new": {"buried": 1}, "runs_checked": 2, "compared": True}
+
+
+@pytest.mark.parametrize("hist, want", [
+    (Counter(), {"p0": None, "p50": None, "p100": None}),
+    (Counter({7: 1}), {"p0": 7, "p50": 7, "p100": 7}),
+    (Counter({1: 1, 2: 1}), {"p0": 1, "p50": 1, "p100": 2}),          # rank ceil(0.5*2)=1
+    (Counter({1: 1, 2: 1, 3: 1}), {"p0": 1, "p50": 2, "p100": 3}),    # rank ceil(1.5)=2
+    (Counter({-5: 1, 0: 2, 10: 1}), {"p0": -5, "p50": 0, "p100": 10}),
+])
+def test_nearest_rank_percentiles(hist, want):
+    """Plant: ``math.floor`` for ``math.ceil`` in the rank (p50 of 1,2,3 would be 1)."""
+    assert percentiles(hist, (0, 50, 100)) == want
+
+
+# -- relations over a generated log -------------------------------------------------------------------------------
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import replaylog  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory):
+    """24 generated runs (8-12 candidates), a file that is not UTF-8 and a file one byte over the size limit
+    (sparse: nothing is written but its length)."""
+    folder = tmp_path_factory.mktemp("guard-replay")
+    path = folder / "log.jsonl"
+    planted = replaylog.generate(str(path), 24, seed=3, candidates=(8, 12), sentences=(1, 2), regression_every=3)
+    latin = folder / "latin.json"
+    latin.write_bytes('{"query": "caf\u00e9", "candidates": []}'.encode("latin-1"))
+    huge = folder / "huge.json"
+    with open(huge, "wb") as f:
+        f.truncate(MAX_BYTES + 1)
+    return folder, path, planted, latin, huge
+
+
+def _replayed(log, new, name):
+    folder, path, _, latin, huge = log
+    out = folder / name
+    report = replay([str(path), str(latin), str(huge)], new, out=str(out), engine="inprocess", with_findings=False)
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    return report, rows
+
+
+def test_a_replays_counts_equal_the_rows_they_summarise(log):
+    """Relational: every count of report.json is the sum over runs.jsonl, and the two unreadable files are listed
+    (the replay goes on past them). Plants: regressions counted per lost passage; an unreadable file stopping the
+    replay or counted as a run."""
+    report, rows = _replayed(log, {"max_passages": 3}, "cap")
+    _, _, planted, latin, huge = log
+    assert report["runs"] == len(rows) == 24
+    assert report["changed"] == sum(r["changed"] for r in rows)
+    assert report["unchanged"] == 24 - report["changed"]
+    assert report["reordered"] == sum(r["reordered"] for r in rows)
+    assert report["regression_count"] == sum(r["regression"] for r in rows) == len(report["regressions"])
+    assert all(bool(r["lost_ids"]) == r["regression"] for r in rows)
+    assert sorted(g["run_id"] for g in report["regressions"]) == sorted(planted)
+    assert report["newly_dropped"] == sum(len(r["newly_dropped"]) for r in rows)
+    assert report["newly_kept"] == sum(len(r["newly_kept"]) for r in rows)
+    assert sum(m["candidates"] for m in report["fate_moves"]) == sum(len(r["moved"]) for r in rows)
+    assert report["tokens"]["saved_total"] == sum(r["tokens_saved"] for r in rows)
+    assert report["tokens"]["prompt_before"] == sum(r["prompt_tokens_before"] for r in rows)
+    assert report["tokens"]["evidence_saved_total"] == sum(
+        r["evidence_tokens_before"] - r["evidence_tokens_after"] for r in rows)
+    assert report["unreadable_count"] == 2
+    assert [u["source"] for u in report["unreadable"]] == [str(latin), str(huge)]
+    assert [u["reason"] for u in report["unreadable"]] == [
+        "line 1: not UTF-8 text (byte 0xe9 at offset 14); save the file as UTF-8",
+        "the file is 67.1 MB; the limit is 64 MB"]
+
+
+def test_runs_whose_order_alone_changed_are_counted_changed(log):
+    """The log was built with order "sandwich"; replayed with "rank" no fate moves, but passages change places.
+    Plant: ``"changed": bool(moved)`` (an order-only change counted unchanged)."""
+    report, rows = _replayed(log, {"order": "rank"}, "order")
+    assert report["fate_moves"] == [] and report["newly_dropped"] == 0
+    moved_only = [r for r in rows if r["reordered"]]
+    assert moved_only and all(r["changed"] for r in moved_only)
+    assert report["changed"] == report["reordered"] == len(moved_only)
+    assert report["regression_count"] == 0

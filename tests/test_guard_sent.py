@@ -1,0 +1,232 @@
+"""The sent-prompt reader held by hand-valued tables (issue #29): what crowd-out and over-window are computed from.
+
+Each test names the bug it was checked against (planted by hand in a scratch copy; see the report of issue #29).
+Token counts are cl100k_base's, worked out once and written here.
+"""
+
+import dataclasses
+
+import pytest
+
+from ctxcore import Candidate, Config, Logged, build, get_tokenizer
+from ctxcore.analysis.sent import (_gap_labelling, _labelling_of, _question_present, _stem, attach, content_words, family_members,
+                                   of_build, of_trace, overlap, reconstruct)
+from ctxcore.records import SentPassage
+
+Q = "How much does return shipping cost?"
+# 39 cl100k tokens; its first sentence alone is 17 tokens and 42.8% of its normalised text
+LONG = ("Refunds are issued within 14 days of receiving the returned item at our warehouse. Items must be unused "
+        "and in their original packaging. Store credit is offered for items returned after 30 days.")
+FIRST = LONG[:LONG.index(" Items")]
+SHIP = "Return shipping costs a flat fee of 49 EUR, deducted from the refund amount."  # 17 tokens
+
+
+def _trace(*cands, **cfg):
+    return build(list(cands), Q, Config(**{"budget": 2000, **cfg}))
+
+
+def test_a_partly_sent_passage_counts_its_share_of_tokens_not_its_size():
+    """Plant: ``sent_tokens = tok.count(c.text)`` for a cut passage (its full 39 tokens, evidence 56)."""
+    trace = _trace(Candidate("a", LONG, 0.9), Candidate("b", SHIP, 0.8))
+    sent = reconstruct(trace, f"[1] {FIRST}\n[2] {SHIP}\nQuestion: {Q}")
+    assert sent.passages == (SentPassage("a", 1, "[1]", 0.428, 17, 4), SentPassage("b", 2, "[2]", 1.0, 17, 91))
+    assert sent.passages[0].cut and not sent.passages[1].cut
+    assert sent.evidence_tokens == 34 == round(39 * 0.428) + 17
+    assert (sent.prompt_tokens, sent.limit, sent.over_window) == (49, 7168, False)
+
+
+def test_a_whole_passage_counts_its_full_tokens():
+    """The whole count, 39, beside the cut one above (17): the two sides of ``share >= 1``."""
+    trace = _trace(Candidate("a", LONG, 0.9), Candidate("b", SHIP, 0.8))
+    sent = reconstruct(trace, f"[1] {LONG}\n[2] {SHIP}\nQuestion: {Q}")
+    assert [(p.id, p.share, p.tokens) for p in sent.passages] == [("a", 1.0, 39), ("b", 1.0, 17)]
+    assert sent.evidence_tokens == 56
+
+
+@pytest.mark.parametrize("spare, over", [(0, False), (-1, True), (1, False)])
+def test_over_window_at_its_edge(spare, over):
+    """Over the window is strictly more than window minus max_output. Plant: ``total >= limit``."""
+    prompt = f"[1] {SHIP}\nQuestion: {Q}"
+    total = get_tokenizer("cl100k_base").count(prompt)
+    assert total == 29
+    trace = _trace(Candidate("b", SHIP, 0.8))  # the window set after the build: a logged system's own window
+    trace = dataclasses.replace(trace, budget=dataclasses.replace(trace.budget, window=total + 100 + spare,
+                                                                  max_output=100))
+    sent = reconstruct(trace, prompt)
+    assert (sent.prompt_tokens, sent.limit, sent.over_window) == (29, 29 + spare, over)
+
+
+TEN = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
+EIGHT = "india hotel golf foxtrot echo delta charlie bravo"  # 8 of TEN's 10 words, reordered: Jaccard 0.8
+
+
+@pytest.mark.parametrize("near, dup", [(0.8, ("t", 0.8)), (0.81, (None, None)), (0.79, ("t", 0.8))])
+def test_a_near_copy_at_the_threshold_is_a_duplicate(near, dup):
+    """Jaccard at or above the config's near-dup threshold is a copy. Plant: ``s > threshold``."""
+    trace = _trace(Candidate("t", TEN, 0.9), Candidate("e", EIGHT, 0.8), near_dup=near)
+    sent = reconstruct(trace, f"{TEN}\n\n{EIGHT}\n\nQuestion: {Q}")
+    assert [p.id for p in sent.passages] == ["t", "e"]
+    assert (sent.passages[1].duplicate_of, sent.passages[1].similarity) == dup
+    assert sent.passages[0].duplicate_of is None
+
+
+def test_near_dup_off_falls_back_to_the_default_threshold():
+    """near_dup=None reads copies at DEFAULT_NEAR 0.8. Plant: DEFAULT_NEAR 0.9 (the 0.8 copy not seen)."""
+    trace = _trace(Candidate("t", TEN, 0.9), Candidate("e", EIGHT, 0.8), near_dup=None)
+    sent = reconstruct(trace, f"{TEN}\n\n{EIGHT}\n\nQuestion: {Q}")
+    assert (sent.passages[1].duplicate_of, sent.passages[1].similarity) == ("t", 0.8)
+
+
+def test_an_identical_copy_sent_twice_is_two_passages_the_second_a_duplicate():
+    """Identical texts claim successive occurrences. Plant: the ``pos in taken`` loop removed (one passage)."""
+    trace = _trace(Candidate("a", SHIP, 0.9), Candidate("a2", SHIP, 0.8))
+    sent = reconstruct(trace, f"[1] {SHIP}\n[2] {SHIP}\nQuestion: {Q}")
+    assert [(p.id, p.position, p.label, p.duplicate_of, p.similarity) for p in sent.passages] == [
+        ("a", 1, "[1]", None, None), ("a2", 2, "[2]", "a", 1.0)]
+    assert sent.evidence_tokens == 34 and sent.not_sent == ()
+
+
+def test_a_copy_retrieved_twice_but_sent_once_is_one_passage():
+    """Plant: the already-claimed occurrence counted again (two passages from one)."""
+    trace = _trace(Candidate("a", SHIP, 0.9), Candidate("a2", SHIP, 0.8))
+    sent = reconstruct(trace, f"[1] {SHIP}\nQuestion: {Q}")
+    assert [p.id for p in sent.passages] == ["a"] and sent.not_sent == ("a2",)
+    assert sent.evidence_tokens == 17
+
+
+@pytest.mark.parametrize("word, stem", [
+    ("refunds", "refund"), ("eggs", "eggs"), ("items", "item"), ("singing", "sing"), ("string", "string"),
+    ("damaged", "damag"), ("damage", "damag"), ("boxes", "boxe"), ("axes", "axes"), ("code", "code"),
+    ("coded", "coded"), ("refunded", "refund"), ("shipping", "shipp")])
+def test_stem_strips_a_suffix_only_from_a_long_enough_word(word, stem):
+    """A suffix goes only when more than three letters stay. Plant: ``>=`` for ``>`` ("eggs" -> "egg")."""
+    assert _stem(word) == stem
+
+
+def test_content_words_leave_out_function_words_and_short_words_but_keep_digits():
+    """Plant: the digit exemption dropped (a '7' would not count as a question word)."""
+    assert content_words("How do I return 7 of the items to a UK shop?") == frozenset(
+        {"return", "7", "item", "shop"})
+
+
+@pytest.mark.parametrize("text, share", [
+    ("Return shipping costs a flat fee.", 0.75), ("shipping", 0.25), ("nothing relevant here", 0.0)])
+def test_overlap_is_the_share_of_the_questions_content_words(text, share):
+    """Q's content words: much, return, shipp, cost. Plant: dividing by the text's words instead."""
+    assert content_words(Q) == frozenset({"much", "return", "shipp", "cost"})
+    assert overlap(text, content_words(Q)) == share
+    assert overlap(text, frozenset()) == 0.0
+
+
+@pytest.mark.parametrize("gap, labelling", [
+    ("\n\n", "blank-line"), ("\n  \n", "blank-line"), ("\n", "line"), (" ", "space"), ("  ", "space"),
+    ("\n---\n", "unlabelled")])
+def test_gap_labelling(gap, labelling):
+    """Plant: ``>= 1`` newlines for a blank line (a line break read as a blank line)."""
+    assert _gap_labelling(gap) == labelling
+
+
+@pytest.mark.parametrize("after, present", [
+    # Q's content words: much, return, shipp, cost -- 4; 0.8 of them is 3.2, so all 4 are needed reworded
+    ("what is the cost of return shipping, how much", True),
+    ("what is the cost of return shipping", False),
+    ("", False)])
+def test_a_reworded_question_needs_most_of_its_words_after_the_evidence(after, present):
+    """Plant: 0.8 lowered to 0.7 (three of four words would do)."""
+    assert _question_present(Q, "refunds are issued " + after, 19) is present
+
+
+def test_a_verbatim_question_anywhere_is_present():
+    assert _question_present(Q, "how much does return shipping cost? [1] refunds are issued", 59) is True
+
+
+# -- versions, answer rules, the build's own prompt -----------------------------------------------------------------
+V1 = "Refunds above 150 dollars need a team lead's approval recorded in the ticket before payout."  # 19 tokens
+V2 = "Refunds above 200 dollars need a team lead's approval recorded in the ticket before payout."  # 19 tokens
+WHO = "Who approves a large refund?"
+RULED = (f"Answer only from the sources. If they do not cover it, say you don't know.\n[1] {V1}\n[2] {V2}\n"
+         f"Question: {WHO}")
+
+
+def _versions():
+    cands = [Candidate("v1", V1, 0.9, doc_id="approval", version="1"),
+             Candidate("v2", V2, 0.8, doc_id="approval", version="2"), Candidate("b", SHIP, 0.5)]
+    return build(cands, WHO, Config(budget=2000))
+
+
+def test_two_versions_of_one_passage_are_a_version_question_not_a_duplicate():
+    """v1 and v2 differ in one number (Jaccard 0.93): the older is superseded, neither is a copy.
+    Plants: ``_versions_of_one`` always False (v2 a duplicate of v1); ``_superseded`` with ``>`` (v2 its own
+    successor)."""
+    sent = reconstruct(_versions(), RULED)
+    assert sent.passages == (SentPassage("v1", 1, "[1]", 1.0, 19, 79, None, None, "v2"),
+                             SentPassage("v2", 2, "[2]", 1.0, 19, 175, None, None, None))
+    assert (sent.not_sent, sent.evidence_tokens, sent.prompt_tokens) == (("b",), 38, 71)
+    assert (sent.question_present, sent.rule_present, sent.abstain_asked, sent.source, sent.labelling) == (
+        True, True, True, "logged", "bracket-number")
+
+
+@pytest.mark.parametrize("head, rule, abstain", [
+    ("Answer only from the sources.", True, False),
+    ("Use the documents below.", True, False),
+    ("If they do not cover it, say you don't know.", True, True),
+    ("Cite the passage you use.", True, False),
+    ("Be brief.", False, False),
+    ("Reply exactly 'no answer' when unsure.", False, True),
+])
+def test_answer_rule_and_abstain_instruction_are_read_on_the_prompt(head, rule, abstain):
+    """Plant: the abstain pattern read with the rule's (an abstain line without a rule)."""
+    sent = reconstruct(_versions(), f"{head}\n[1] {V2}\nQuestion: {WHO}")
+    assert (sent.rule_present, sent.abstain_asked) == (rule, abstain)
+
+
+def test_the_builds_own_prompt_is_the_sent_context_without_a_logged_one():
+    """of_build: the kept passages as [S1].., their tokens, where each block starts, the stale version not sent.
+    Plant: of_build's not-sent list taken from the kept ids (``in`` for ``not in``)."""
+    trace = _versions()
+    want = (SentPassage("v2", 1, "[S1]", 1.0, 19, 28), SentPassage("b", 2, "[S2]", 1.0, 17, 65))
+    for sent in (of_build(trace), of_trace(trace)):
+        assert sent.passages == want
+        assert (sent.not_sent, sent.evidence_tokens, sent.prompt_tokens, sent.source, sent.labelling) == (
+            ("v1",), 36, 160, "replay", "bracket-s")
+    assert [c.id for c in family_members(trace, "v1")] == ["v2", "v1"] and family_members(trace, "b") == []
+
+
+def test_a_logged_prompt_is_read_once_and_kept_on_the_trace():
+    """attach fills logged.sent; of_trace then returns that very record for the same prompt, and reads another
+    prompt afresh. Plant: attach skipping a trace whose prompt is set (sent stays None)."""
+    trace = dataclasses.replace(_versions(), logged=Logged(format="openinference", prompt_text=RULED))
+    attached = attach(trace)
+    assert attached.logged.sent == reconstruct(trace, RULED)
+    assert of_trace(attached) is attached.logged.sent
+    assert [p.id for p in of_trace(attached, f"[1] {V2}\nQuestion: {WHO}").passages] == ["v2"]
+    assert attach(attached) is attached
+    untouched = _versions()
+    assert attach(untouched) is untouched
+
+
+@pytest.mark.parametrize("label, labelling", [
+    ("[S1]", "bracket-s"), ("[1]", "bracket-number"), ("(2)", "paren-number"), ("2.", "numbered-list"),
+    ("3)", "numbered-list"), ("Document 3", "document-number"), ("Source #4", "source-number")])
+def test_labelling_named_from_a_label(label, labelling):
+    """Survivors of the first mutation run (``_labelling_of``): the paren and numbered-list names."""
+    assert _labelling_of(label) == labelling
+
+
+@pytest.mark.parametrize("mark, label, labelling", [("({n})", "({n})", "paren-number"), ("{n}.", "{n}.", "numbered-list")])
+def test_paren_and_numbered_prompts_are_read_with_their_labels(mark, label, labelling):
+    trace = _trace(Candidate("a", LONG, 0.9), Candidate("b", SHIP, 0.8))
+    prompt = f"{mark.format(n=1)} {LONG}\n{mark.format(n=2)} {SHIP}\nQuestion: {Q}"
+    sent = reconstruct(trace, prompt)
+    assert [(p.id, p.label) for p in sent.passages] == [("a", label.format(n=1)), ("b", label.format(n=2))]
+    assert sent.labelling == labelling
+
+
+def test_xml_documents_without_an_index_are_labelled_by_the_tag_alone():
+    """Survivors of the first mutation run (``_read_label``): a <document> with no index or id attribute."""
+    trace = _trace(Candidate("a", LONG, 0.9), Candidate("b", SHIP, 0.8))
+    prompt = (f"<documents>\n<document>\n<document_content>\n{LONG}\n</document_content>\n</document>\n"
+              f'<document id="kb-7">\n{SHIP}\n</document>\n</documents>\n\n{Q}')
+    sent = reconstruct(trace, prompt)
+    assert [(p.id, p.label) for p in sent.passages] == [("a", "<document>"), ("b", '<document id="kb-7">')]
+    assert sent.labelling == "xml-doc"
