@@ -126,7 +126,7 @@ def test_a_logged_trace_is_named_with_its_format_and_trace():
 
 def test_a_bad_upload_names_itself_and_the_file_still_shown():
     at = on_diagnose()
-    root = [text(m.value) for m in at.markdown if "outdated version of" in m.value]
+    root = [text(m.value) for m in at.markdown if "older version of" in m.value]
     data = random.Random(30).randbytes(5 * 1024 * 1024)
     at.file_uploader(key="dbg.upload").set_value(("trace.json", data, "application/json"))
     at.run()
@@ -136,7 +136,7 @@ def test_a_bad_upload_names_itself_and_the_file_still_shown():
     assert [text(e.value) for e in at.error] == [
         "trace.json, line 1: not UTF-8 text (byte 0xda at offset 0); save the file as UTF-8"]
     assert at.session_state["ctx.loaded"].source == "04_stale_policy.json"  # nothing loaded is lost
-    assert root and [text(m.value) for m in at.markdown if "outdated version of" in m.value] == root
+    assert root and [text(m.value) for m in at.markdown if "older version of" in m.value] == root
     at.switch_page("pages/compare.py")  # the other pages say it too, until a file is read
     at.run()
     assert [text(w.value) for w in at.warning][0].startswith(f"Showing {STALE_SHOWN}; trace.json could not be read")

@@ -76,9 +76,10 @@ CREATED = "field 'created': must be a time in seconds since 1970, between 0 (197
     ({"note": 5}, "field 'note': must be text (got 5)"),
     ({"title": "t" * 201}, "field 'title': the title is longer than 200 characters"),
     ({"tag": "nope"}, "field 'tag': must be one of '', 'instruction_followed', 'unsupported_answer', "
-                      "'nothing_relevant', 'outdated_version_sent', 'prompt_over_window', 'prompt_cut_off', "
-                      "'duplicates_crowd_out', 'buried_in_middle', 'fragmented_document', 'not_sent', "
-                      "'instruction_in_content', 'other' (got 'nope')"),
+                      "'nothing_relevant', 'outdated_version_sent', 'conflicting_sources', 'reranker_cut', "
+                      "'history_crowding', 'prompt_over_window', 'prompt_cut_off', 'duplicates_crowd_out', "
+                      "'paraphrased_duplicates', 'threshold_cut', 'per_document_cap', 'buried_in_middle', "
+                      "'fragmented_document', 'not_sent', 'instruction_in_content', 'other' (got 'nope')"),
     ({"page": "admin"}, "field 'page': must be one of 'debugger', 'diagnose' (got 'admin')"),
     ({"view": "html"}, "field 'view': must be one of '', 'replay', 'sent' (got 'html')"),
     ({"settings": "x"}, "field 'settings': must be an object (got 'x')"),
