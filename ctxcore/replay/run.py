@@ -23,7 +23,9 @@ log through an engine (:mod:`ctxcore.replay.engines`) and streams the rows to
 from __future__ import annotations
 
 import inspect
+import signal
 import time
+from contextlib import contextmanager
 from itertools import islice
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -291,14 +293,30 @@ def replay(logs: Iterable[str], new: dict, baseline: Optional[dict] = None, *, o
     return report
 
 
+@contextmanager
+def _whole():
+    """Ctrl-C waits until a run is both counted and written: the partial report must agree with its rows (a
+    signal between the two left runs.jsonl one row short of report.json). A blocked SIGINT is delivered when
+    the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _drain(results: Iterator, summary: Summary, writer: Optional[Writer], on_row: Optional[Callable],
            meter: Progress) -> None:
     """Every result of the engine into the summary, the rows files, the row callback and the meter, in order."""
     for chunk in results:
         for result in chunk:
-            summary.add(result)
-            if writer is not None and result["ok"]:
-                writer.write(result["row"])
+            with _whole():
+                summary.add(result)
+                if writer is not None and result["ok"]:
+                    writer.write(result["row"])
             if on_row is not None:
                 on_row(result)
             meter.step(result)
