@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import unicodedata
 
 import pandas as pd
 import streamlit as st
@@ -180,30 +181,89 @@ def _shallow(value, depth: int):
 
 # px of a reason column: fixed so its wrapping is known, and narrow enough that the fates table (#, fate, id,
 # reason: 33 + 48 + 130 + 170 + 430 = 811 px) fits the 818 px main column of a 1280 px window with the sidebar
-# open, so no reason runs off the table's edge. (The grid wraps a text only when it is wider than about the whole
-# cell, but draws it 8.5 px in: a line up to 8.5 px short of the width can lose its last letter; see the report.)
+# open, so no reason runs off the table's edge.
 REASON_WIDTH = 430
 LINE_PX, ROW_PAD_PX = 21, 14
-CHARS_PER_LINE = 80     # a safe under-estimate of what REASON_WIDTH holds (Source Sans 14 px: about 93)
+CELL_PAD_PX = 8.5        # the grid draws a cell's text this far in from each side
+SLACK_PX = 6             # kerning and rounding: a wrapped line is kept this much shorter than the room it has
+# The grid's font, Source Sans at 14 px: each printable ASCII character's width as chromium's canvas measures it
+# (CanvasRenderingContext2D.measureText on the running app, 2026-12-02). A character not listed counts as 8.4 px,
+# an East Asian wide one as 14 px. Why: the grid wraps a cell's text only in a row tall enough for two lines, and
+# in a one-line row it cuts whatever passes the cell's edge; so a row's height is decided from the text's real
+# width (a count of characters let an 80-character reason, 460 px, sit cut in a one-line row).
+_ASCII_PX = (
+    2.800, 4.046, 5.964, 6.958, 6.958, 11.536, 8.526, 3.486, 4.242, 4.242, 5.852, 6.958, 3.486, 4.354, 3.486, 4.900,
+    6.958, 6.958, 6.958, 6.958, 6.958, 6.958, 6.958, 6.958, 6.958, 6.958, 3.486, 3.486, 6.958, 6.958, 6.958, 5.950,
+    11.858, 7.602, 8.232, 7.994, 8.610, 7.378, 6.916, 8.638, 9.128, 3.682, 6.706, 8.106, 6.804, 10.178, 9.058, 9.296,
+    7.924, 9.296, 7.966, 7.476, 7.504, 9.030, 7.210, 11.004, 7.182, 6.664, 7.546, 4.242, 4.900, 4.242, 6.958, 7.000,
+    7.588, 7.056, 7.742, 6.384, 7.770, 6.944, 4.088, 7.056, 7.616, 3.444, 3.458, 6.930, 3.570, 11.606, 7.658, 7.588,
+    7.770, 7.770, 4.858, 5.866, 4.732, 7.616, 6.538, 10.066, 6.244, 6.538, 5.950, 4.242, 3.374, 4.242, 6.958)
+OTHER_PX, WIDE_PX = 8.4, 14.0
 
 
-def wrap_lines(text: str, width: int = CHARS_PER_LINE) -> int:
-    """How many lines ``text`` takes when wrapped at word boundaries to ``width`` characters."""
-    lines, used = 1, 0
-    for word in str(text).split():
-        need = len(word) + (1 if used else 0)
-        if used and used + need > width:
-            lines, used = lines + 1 + (len(word) - 1) // width, len(word) % width
-        else:
-            used += need
+def char_px(ch: str) -> float:
+    """How wide the grid draws one character (px)."""
+    code = ord(ch)
+    if 32 <= code < 127:
+        return _ASCII_PX[code - 32]
+    return WIDE_PX if unicodedata.east_asian_width(ch) in ("W", "F") else OTHER_PX
+
+
+def text_px(text: str) -> float:
+    """How wide the grid draws ``text`` on one line (px).
+
+    >>> round(text_px("over budget"), 1)
+    70.6
+    """
+    return sum(map(char_px, text))
+
+
+def line_room(width: int = REASON_WIDTH) -> float:
+    """The px a wrapped line may take in a ``width``-px column."""
+    return width - 2 * CELL_PAD_PX - SLACK_PX
+
+
+def wrap_px(text: str, room: float) -> list[str]:
+    """``text`` wrapped at spaces into lines no wider than ``room`` px (a word wider than a line is cut into
+    pieces that fit); its own line breaks are kept.
+
+    >>> wrap_px("the passage limit was reached", 100)
+    ['the passage limit', 'was reached']
+    """
+    lines: list[str] = []
+    for para in str(text).split("\n"):
+        line, used = "", 0.0
+        for word in para.split():
+            need = text_px(word)
+            while need > room:  # a word wider than a whole line: as much as fits, then the rest
+                if line:
+                    lines.append(line)
+                    line, used = "", 0.0
+                cut, width = 0, 0.0
+                while cut < len(word) - 1 and width + char_px(word[cut]) <= room:
+                    width += char_px(word[cut])
+                    cut += 1
+                lines.append(word[:max(cut, 1)])
+                word = word[max(cut, 1):]
+                need = text_px(word)
+            gap = char_px(" ") if line else 0.0
+            if line and used + gap + need > room:
+                lines.append(line)
+                line, used, gap = "", 0.0, 0.0
+            line, used = (line + " " + word if line else word), used + gap + need
+        lines.append(line)
     return lines
+
+
+def wrap_lines(text: str, width: int = REASON_WIDTH) -> int:
+    """How many lines ``text`` takes in a ``width``-px column."""
+    return len(wrap_px(text, line_room(width)))
 
 
 def row_height_for(texts, width: int = REASON_WIDTH) -> int | None:
     """A row height (px) that shows the longest of ``texts`` whole, wrapped in a ``width``-px column; None
     when one line is enough."""
-    chars = max(int(CHARS_PER_LINE * width / REASON_WIDTH), 10)
-    longest = max((wrap_lines(t, chars) for t in texts if isinstance(t, str) and t), default=1)
+    longest = max((wrap_lines(t, width) for t in texts if isinstance(t, str) and t), default=1)
     # Streamlit wraps a cell's text only in rows taller than 4rem (64 px)
     return None if longest <= 1 else max(longest * LINE_PX + ROW_PAD_PX, 66)
 

@@ -131,7 +131,7 @@ def _drawn(pg) -> list[tuple[str, float, float, float]]:
 
 def _cut_prose(drawn) -> list[str]:
     """Prose drawn wider than its column, or past the visible edge of its table."""
-    limit = ctxui.REASON_WIDTH - 16  # the cell's padding
+    limit = ctxui.REASON_WIDTH - ctxui.tables.CELL_PAD_PX  # drawn this far in, a wider line passes the cell's edge
     return sorted({t[:70] for t, w, right, edge in drawn if w > PROSE_PX and (w > limit or right > edge + 1)})
 
 

@@ -178,6 +178,8 @@ def test_the_fates_table_has_no_none_cells_and_rows_tall_enough_for_each_reason(
     need = max(ctxui.wrap_lines(r) for r in shown["reason"])
     height = table.proto.row_height or 35
     assert need == 1 or height >= need * ctxui.tables.LINE_PX  # every line of the longest reason is in its row
+    if need == 1:  # a one-line row cuts what passes the cell's edge: every reason fits the line
+        assert max(map(ctxui.tables.text_px, shown["reason"])) <= ctxui.tables.line_room()
     assert json.loads(table.proto.columns)["reason"]["width"] == ctxui.REASON_WIDTH
 
 
@@ -191,3 +193,27 @@ def test_spans_are_shown_as_a_tree_in_start_order():
     assert list(df["prompt tokens"].astype(object).where(df["prompt tokens"].notna(), None)) == [None, None, 236]
     fig = ctxui.span_timeline(ctxui.sent._tree(spans))
     assert list(fig.data[0].base) == pytest.approx([0, 100, 1000])
+
+
+@pytest.mark.parametrize("text, room, lines", [
+    # 75 characters, 453 px: one line would run past a 430 px reason column's 413 px of room
+    ("the passage limit (max_passages 3) was already reached before this candidate", 407, 2),
+    ("over budget", 70.6, 1),            # exactly its own width: fits
+    ("over budget", 70.5, 2),            # a hair less: the second word moves down
+    ("a\nb", 400, 2),                    # its own line breaks are kept
+    ("x" * 100, 100, 7),                 # a word wider than a line is cut (x is 6.244 px: 16 to a line)
+])
+def test_a_reason_is_wrapped_where_the_font_fits_it(text, room, lines):
+    wrapped = ctxui.tables.wrap_px(text, room)
+    assert len(wrapped) == lines
+    assert all(ctxui.tables.text_px(line) <= room for line in wrapped)
+    assert "".join(wrapped).replace(" ", "") == text.replace(" ", "").replace("\n", "")
+
+
+def test_a_reason_too_wide_for_one_line_gets_a_two_line_row():
+    # 75 characters, 453 px drawn: a count of characters (80 to a line) left it cut in a one-line row
+    reason = "the passage limit (max_passages 3) was already reached before this candidate"
+    assert ctxui.wrap_lines(reason) == 2
+    assert ctxui.row_height_for([reason]) == 66       # two lines of 21 px + padding, at least Streamlit's 4rem
+    assert ctxui.row_height_for(["over budget"]) is None
+    assert ctxui.row_height_for([reason * 3]) == 4 * ctxui.tables.LINE_PX + ctxui.tables.ROW_PAD_PX
