@@ -240,3 +240,24 @@ def test_replay_of_a_missing_store_or_run_is_one_line_and_exit_2(data_dir, capsy
     (data_dir / "not-a-store.db").write_text("hello, not sqlite\n" * 100)
     assert main(["replay", source.format(d=data_dir), "--max-passages", "3", "--engine", "inprocess"]) == 2
     assert capsys.readouterr().err == line.format(d=data_dir)
+
+
+def test_the_wal_is_checkpointed_beside_the_writes_never_inside_a_commit(tmp_path, monkeypatch):
+    """SQLite's automatic checkpoint ran inside the commit of the request that crossed 4 MB of WAL (tens of ms
+    on its acknowledgement); here no commit copies the WAL, and the checkpoint the store runs on its own thread
+    copies all of it."""
+    monkeypatch.setattr(live_store, "CHECKPOINT_AFTER", 3600.0, raising=False)   # the timer's thread stays out of this test
+    store = Store(tmp_path / "live.db", max_runs=10**6, max_bytes=2**40)
+    wal = tmp_path / "live.db-wal"
+    try:
+        for i in range(48):   # 12 MB in 48 commits, three times the automatic checkpoint's mark
+            store.add({f"{i + 1:032x}": {"body": bytes([i]) * 2**18, "spans": 1, "service": "s"}}, now=float(i))
+        assert wal.stat().st_size > 12 * 2**20 > 3 * (tmp_path / "live.db").stat().st_size
+        store._checkpoint()
+        assert (tmp_path / "live.db").stat().st_size > 12 * 2**20
+        with sqlite3.connect(tmp_path / "live.db") as conn:
+            busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        assert (busy, frames) == (0, copied)
+        assert live_store.totals(tmp_path / "live.db")[:2] == (48, 48)
+    finally:
+        store.close()

@@ -9,7 +9,10 @@ they would a file's. A store written before (its rows OTLP JSON text in the same
 did: SQLite keeps each value's own type, so the schema is unchanged and old and new rows mix. WAL journal (readers never wait for the writer); one short transaction
 per request, which also drops the oldest runs past the retention limits (:data:`MAX_RUNS`, :data:`MAX_BYTES`).
 
-Writes are serialised by one lock; a request that would wait behind :data:`MAX_WAITING` others, or longer than
+SQLite's automatic checkpoint (the WAL copied into the database and synced, every 4 MB) would run inside the
+commit of whichever request crossed the mark, adding tens of milliseconds to its acknowledgement; it is off, and
+a checkpoint runs on its own thread :data:`CHECKPOINT_AFTER` seconds after a write instead (a passive one: it
+never blocks the writer). Writes are serialised by one lock; a request that would wait behind :data:`MAX_WAITING` others, or longer than
 :data:`WRITE_WAIT` seconds, gets :class:`Busy` (the endpoint answers 503 with Retry-After) instead of a hang.
 
 The ``store:PATH#TRACE_ID`` / ``store:#latest`` source reader is registered here (:mod:`ctxcore.io.sources`).
@@ -39,6 +42,7 @@ MAX_WAITING = 16                    # requests waiting to write before the next 
 WRITE_WAIT = 2.0                    # seconds a request waits to write before it is refused (503)
 RETRY_AFTER = 1                     # seconds, in the 503's Retry-After
 BUSY_SECONDS = 5.0
+CHECKPOINT_AFTER = 0.5              # seconds after a write that the WAL is copied into the database, on its own thread
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (trace_id TEXT PRIMARY KEY, first_seen REAL NOT NULL, last_seen REAL NOT NULL,
@@ -94,11 +98,37 @@ class Store:
                                      check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")   # WAL: durable across a crash of this process
+        self._conn.execute("PRAGMA wal_autocheckpoint = 0")   # checkpoints run beside the writes: _checkpoint
         self._conn.executescript(SCHEMA)
+        self._timer: Optional[threading.Timer] = None
 
     def close(self) -> None:
+        with self._count:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
         with self._lock:
-            self._conn.close()
+            self._conn.close()   # the last connection to close checkpoints what is left
+
+    def _later(self) -> None:
+        """A checkpoint soon, unless one is already due."""
+        with self._count:
+            if self._timer is not None:
+                return
+            self._timer = threading.Timer(CHECKPOINT_AFTER, self._checkpoint)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the database (passive: the writer goes on meanwhile); a write after this point asks
+        for the next one. A failure leaves the WAL to the next checkpoint."""
+        with self._count:
+            self._timer = None
+        try:
+            with _closing(sqlite3.connect(str(self.path), timeout=BUSY_SECONDS)) as conn:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:
+            pass
 
     def add(self, traces: dict, now: Optional[float] = None) -> int:
         """Store one request's traces (trace id -> {body: protobuf bytes or OTLP JSON text, spans, service}) in one
@@ -114,12 +144,14 @@ class Store:
             if not self._lock.acquire(timeout=WRITE_WAIT):
                 raise Busy(f"the store did not take the spans within {WRITE_WAIT:g} s; retry after {RETRY_AFTER} s")
             try:
-                return self._write(traces, time.time() if now is None else now)
+                stored = self._write(traces, time.time() if now is None else now)
             finally:
                 self._lock.release()
         finally:
             with self._count:
                 self._waiting -= 1
+        self._later()
+        return stored
 
     def _write(self, traces: dict, now: float) -> int:
         conn = self._conn
