@@ -81,7 +81,9 @@ def client(port: int, bodies: list, stop: float, out: list) -> None:
 
 
 def paced(port: int, bodies: list, start: float, interval: float, stop: float, due: list, lock, out: list) -> None:
-    """Open loop: take the next due slot, wait for it, send; the latency counts from the slot."""
+    """Open loop: take the next due slot, wait for it, send; the latency counts from the slot. Every other slot
+    is the floor: an empty request (no span: nothing decoded or stored), what HTTP, the threads and this busy
+    machine's scheduling cost alone, measured in the same run."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     while True:
         with lock:
@@ -92,11 +94,12 @@ def paced(port: int, bodies: list, start: float, interval: float, stop: float, d
             break
         if at > time.perf_counter():
             time.sleep(at - time.perf_counter())
-        conn.request("POST", "/v1/traces", body=bodies[k % len(bodies)],
+        floor = k % 2 == 1
+        conn.request("POST", "/v1/traces", body=b"" if floor else bodies[(k // 2) % len(bodies)],
                      headers={"Content-Type": "application/x-protobuf"})
         resp = conn.getresponse()
         resp.read()
-        out.append((resp.status, time.perf_counter() - at, SPANS if resp.status == 200 else 0))
+        out.append((resp.status, time.perf_counter() - at, 0 if floor or resp.status != 200 else SPANS, floor))
     conn.close()
 
 
@@ -105,7 +108,7 @@ def offered(port: int, rate: float, seconds: float, clients: int, first: int) ->
     results: list = []
     start = time.perf_counter() + 0.2
     lock, due = threading.Lock(), [0]
-    args = (port, bodies, start, SPANS / rate, start + seconds, due, lock, results)
+    args = (port, bodies, start, SPANS / rate / 2, start + seconds, due, lock, results)   # half the slots: floor
     threads = [threading.Thread(target=paced, args=args) for _ in range(clients)]
     for t in threads:
         t.start()
@@ -203,13 +206,16 @@ def main() -> None:
             res = offered(port, args.rate, args.rate_seconds, args.clients, 10**5)
             proc.terminate()
             proc.wait()
-            ok = [r for r in res if r[0] == 200]
+            ok = [r for r in res if r[0] == 200 and not r[3]]
             lat = [r[1] * 1000 for r in ok]
+            floor = [r[1] * 1000 for r in res if r[0] == 200 and r[3]]
             report["offered_rate"] = {
-                "spans_per_second_offered": args.rate, "seconds": args.rate_seconds, "requests": len(res),
-                "refused": len(res) - len(ok), "spans_acked": sum(r[2] for r in ok),
-                "spans_stored": live_store.totals(tmp / "rate.db")[1], "ack_ms_p50": round(statistics.median(lat), 1),
-                "ack_ms_p99": pct(lat, 99), "ack_ms_max": round(max(lat), 1)}
+                "spans_per_second_offered": args.rate, "seconds": args.rate_seconds,
+                "requests": sum(1 for r in res if not r[3]), "refused": sum(1 for r in res if r[0] != 200),
+                "spans_acked": sum(r[2] for r in ok), "spans_stored": live_store.totals(tmp / "rate.db")[1],
+                "ack_ms_p50": round(statistics.median(lat), 1), "ack_ms_p99": pct(lat, 99),
+                "ack_ms_max": round(max(lat), 1), "floor_requests": len(floor),
+                "floor_ms_p50": round(statistics.median(floor), 1), "floor_ms_p99": pct(floor, 99)}
         port = _port()
         proc = serve(port, tmp / "at.db", "--max-runs", "200", "--max-mb", "64")
         res, rss = burst(port, max(args.seconds, 10.0), args.clients, 10**6, rss_of=proc.pid)

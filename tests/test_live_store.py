@@ -246,7 +246,8 @@ def test_the_wal_is_checkpointed_beside_the_writes_never_inside_a_commit(tmp_pat
     """SQLite's automatic checkpoint ran inside the commit of the request that crossed 4 MB of WAL (tens of ms
     on its acknowledgement); here no commit copies the WAL, and the checkpoint the store runs on its own thread
     copies all of it."""
-    monkeypatch.setattr(live_store, "CHECKPOINT_AFTER", 3600.0, raising=False)   # the timer's thread stays out of this test
+    # the timer's thread stays out of this test
+    monkeypatch.setattr(live_store, "CHECKPOINT_AFTER", 3600.0, raising=False)
     store = Store(tmp_path / "live.db", max_runs=10**6, max_bytes=2**40)
     wal = tmp_path / "live.db-wal"
     try:

@@ -6,14 +6,15 @@ request's spans are written as one ``ExportTraceServiceRequest`` per trace and r
 BLOB: the endpoint acknowledges without converting anything to JSON); a run read back is turned into the OTLP
 JSONL an OpenTelemetry Collector's file exporter writes, and the file readers group its spans by parent links as
 they would a file's. A store written before (its rows OTLP JSON text in the same ``body`` column) reads as it
-did: SQLite keeps each value's own type, so the schema is unchanged and old and new rows mix. WAL journal (readers never wait for the writer); one short transaction
-per request, which also drops the oldest runs past the retention limits (:data:`MAX_RUNS`, :data:`MAX_BYTES`).
+did: SQLite keeps each value's own type, so the schema is unchanged and old and new rows mix. WAL journal
+(readers never wait for the writer); one short transaction per request, which also drops the oldest runs past
+the retention limits (:data:`MAX_RUNS`, :data:`MAX_BYTES`).
 
 SQLite's automatic checkpoint (the WAL copied into the database and synced, every 4 MB) would run inside the
 commit of whichever request crossed the mark, adding tens of milliseconds to its acknowledgement; it is off, and
 a checkpoint runs on its own thread :data:`CHECKPOINT_AFTER` seconds after a write instead (a passive one: it
-never blocks the writer). Writes are serialised by one lock; a request that would wait behind :data:`MAX_WAITING` others, or longer than
-:data:`WRITE_WAIT` seconds, gets :class:`Busy` (the endpoint answers 503 with Retry-After) instead of a hang.
+never blocks the writer). Writes are serialised by one lock; a request that would wait behind :data:`MAX_WAITING`
+others, or longer than :data:`WRITE_WAIT` seconds, gets :class:`Busy` (the endpoint answers 503 with Retry-After) instead of a hang.
 
 The ``store:PATH#TRACE_ID`` / ``store:#latest`` source reader is registered here (:mod:`ctxcore.io.sources`).
 """
@@ -37,7 +38,8 @@ DATA_DIR_ENV = "CTXCORE_DATA_DIR"   # the same folder as the case store (ctxui/c
 DEFAULT_DATA_DIR = ".ctxcore-data"
 DB_NAME = "live.db"
 MAX_RUNS = 2_000                    # runs kept; the oldest (first received) go first
-MAX_BYTES = 256 * 1024 * 1024       # spans kept (as stored: protobuf, or JSON in an older store), all runs together; the oldest runs go first
+MAX_BYTES = 256 * 1024 * 1024       # spans kept as stored (protobuf; JSON rows of an older store), all runs together;
+                                    # the oldest runs go first
 MAX_WAITING = 16                    # requests waiting to write before the next is refused (503)
 WRITE_WAIT = 2.0                    # seconds a request waits to write before it is refused (503)
 RETRY_AFTER = 1                     # seconds, in the 503's Retry-After
@@ -157,13 +159,14 @@ class Store:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for tid, t in sorted(traces.items()):
-                size = len(t["body"]) if isinstance(t["body"], bytes) else len(t["body"].encode())
-                conn.execute("INSERT INTO batches (trace_id, body) VALUES (?, ?)", (tid, t["body"]))
-                conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id) DO UPDATE SET "
+            rows = sorted(traces.items())
+            conn.executemany("INSERT INTO batches (trace_id, body) VALUES (?, ?)",
+                             ((tid, t["body"]) for tid, t in rows))
+            conn.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id) DO UPDATE SET "
                              "last_seen = excluded.last_seen, spans = spans + excluded.spans, "
                              "bytes = bytes + excluded.bytes, service = CASE WHEN service = '' THEN "
-                             "excluded.service ELSE service END", (tid, now, now, t["service"], t["spans"], size))
+                             "excluded.service ELSE service END",
+                             ((tid, now, now, t["service"], t["spans"], _size(t["body"])) for tid, t in rows))
             self._retain(conn)
             conn.execute("COMMIT")
         except BaseException:
@@ -184,6 +187,10 @@ class Store:
             runs, size = runs - 1, size - nbytes
         conn.executemany("DELETE FROM batches WHERE trace_id = ?", dropped)
         conn.executemany("DELETE FROM runs WHERE trace_id = ?", dropped)
+
+
+def _size(body) -> int:
+    return len(body) if isinstance(body, bytes) else len(body.encode())
 
 
 def _read(path: Path) -> sqlite3.Connection:
