@@ -147,7 +147,8 @@ def parser() -> argparse.ArgumentParser:
 def _replay_parser(sub) -> None:
     r = sub.add_parser("replay", help="replay every run of a trace log under new settings; report what changes")
     r.add_argument("logs", nargs="+", metavar="LOG", help="trace files, JSONL logs (one trace a line), span exports "
-                   "of many runs, directories or globs of them, in any mix")
+                   "of many runs, directories or globs of them, in any mix; store:PATH is every run a live store "
+                   "holds, oldest first (store: the default one), store:PATH#TRACE_ID or store:#latest one run")
     r.add_argument("--config", metavar="NEW.json", help="the new settings (the setting flags go on top)")
     r.add_argument("--baseline", metavar="OLD.json", help="compare with a build under these settings instead of "
                    "each run's logged prompt or own trace")

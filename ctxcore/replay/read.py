@@ -28,6 +28,7 @@ from ..io.formats.langfuse import LANGFUSE
 from ..io.formats.openinference import OPENINFERENCE
 from ..io.formats.spans import parse_spans, span_records
 from ..io.limits import MAX_BYTES
+from ..io.live import store as live_store
 from ..io.loaded import Loaded
 from ..io.loaders import from_object, load
 from ..io.reading import decode, parse_json, parse_text, too_big
@@ -60,6 +61,9 @@ def expand(paths: Iterable[str]) -> Iterator[tuple[str, Optional[str]]]:
     regular file (a FIFO would block the read forever)."""
     seen: set = set()
     for p in map(os.fspath, paths):
+        if live_store.replay_source(p) is not None:  # a live store's runs (store:PATH, store:PATH#ID): _file
+            yield p, None
+            continue
         if os.path.isdir(p):
             found = sorted(os.path.join(root, f) for root, _, files in os.walk(p) for f in files
                            if f.lower().endswith(SUFFIXES))
@@ -116,10 +120,7 @@ def total_bytes(paths: Iterable[str]) -> int:
     total = 0
     for f, reason in expand(paths):
         if reason is None:
-            try:
-                total += os.path.getsize(f)
-            except OSError:
-                pass
+            total += _size(f)
     return total
 
 
@@ -139,6 +140,8 @@ def items(paths: Iterable[str]) -> Iterator[Item]:
 
 
 def _size(path: str) -> int:
+    if live_store.replay_source(path) is not None:
+        return live_store.replay_bytes(path)  # one line, exit 2, when there is no such store or run
     try:
         return os.path.getsize(path)
     except OSError:
@@ -153,6 +156,9 @@ def _per_line(obj) -> bool:
 
 def _file(path: str):
     """(kind, source, payload, run_id, time, bytes read) for each run of one file."""
+    if live_store.replay_source(path) is not None:
+        yield from _stored(path)
+        return
     try:
         with open(path, "rb") as f:
             head, looked, lines = None, 0, _bounded_lines(f)
@@ -251,6 +257,20 @@ def _whole(path: str):
         return
     for tid, records in _split(family.name, data, ids, path):
         yield "family", f"{path}#{tid}", (family.name, records), tid, run_time(family.name, records), size
+
+
+def _stored(source: str):
+    """Each run of a live store, read as ``store:PATH#ID`` reads it (its time: the earliest span's start)."""
+    for name, raw, tid, at, reason in live_store.replay_runs(source):
+        if reason is not None:
+            yield "error", name, reason, tid, None, at
+            continue
+        try:
+            data = parse_text(raw.decode(), name)
+            family = family_of(data, name)
+        except InputError:
+            data, family = None, None
+        yield "bytes", name, raw, tid, run_time(family.name if family else None, data), at
 
 
 def _split(name: str, data, ids: list[str], source: str) -> list[tuple[str, Any]]:

@@ -1,5 +1,7 @@
-"""OTLP/HTTP trace requests decoded with the ``opentelemetry-proto`` messages, and the spans of each trace as the
-OTLP JSON the file readers take (:mod:`ctxcore.io.formats.otlp`), so a stored run reads exactly like a file.
+"""OTLP/HTTP trace requests decoded with the ``opentelemetry-proto`` messages and cut into one request per trace
+(binary protobuf, what the store keeps), turned into the OTLP JSON the file readers take
+(:mod:`ctxcore.io.formats.otlp`) only when a run is read, so a stored run reads exactly like a file and the
+acknowledgement never waits for a JSON conversion.
 
 The rules followed, from the OTLP specification (open-telemetry/opentelemetry-specification
 ``specification/protocol/otlp.md``, "OTLP/HTTP"; the same text as opentelemetry-proto ``docs/specification.md``):
@@ -56,9 +58,10 @@ class WireError(Exception):
 
 @dataclass
 class Batch:
-    """What one request holds: per trace id (hex), the spans as OTLP JSON requests, their count and size, the
-    service; and the spans refused, with why."""
-    traces: dict = field(default_factory=dict)     # trace id -> {"body": str, "spans": int, "service": str}
+    """What one request holds: per trace id (hex), the trace's spans as one request (protobuf bytes from
+    :func:`split`, OTLP JSON text from :func:`split_json`), their count, the service; and the spans refused, with
+    why."""
+    traces: dict = field(default_factory=dict)     # trace id -> {"body": bytes | str, "spans": int, "service": str}
     rejected: int = 0
     reasons: dict = field(default_factory=dict)    # reason -> count
 
@@ -187,32 +190,89 @@ def service_of(resource) -> str:
     return ""
 
 
+def _refused(batch: Batch, why: str) -> None:
+    batch.rejected += 1
+    batch.reasons[why] = batch.reasons.get(why, 0) + 1
+
+
 def split(request) -> Batch:
-    """The request's spans grouped by trace id, each trace's spans as one OTLP JSON request line (resource and
-    scope kept), the refused spans counted by reason."""
+    """The request's spans grouped by trace id, each trace's spans as one ``ExportTraceServiceRequest`` in binary
+    protobuf (resource and scope kept), the refused spans counted by reason.
+
+    The acknowledgement path: the messages are copied and serialised by the C protobuf runtime, so a 512-span
+    request costs about a millisecond; the OTLP JSON a reader takes is made only when a run is read
+    (:func:`to_json`), which gives what :func:`split_json` gives."""
     batch = Batch()
-    grouped: dict = {}   # trace id -> [(resource, scope, [span dicts])]
-    for rs in request.resource_spans:
+    grouped: dict = {}   # trace id (bytes) -> {"service", "parts": {(resource index, scope index): [spans]}}
+    for i, rs in enumerate(request.resource_spans):
+        service = None
+        for j, ss in enumerate(rs.scope_spans):
+            for span in ss.spans:
+                why = _refusal(span)
+                if why:
+                    _refused(batch, why)
+                    continue
+                group = grouped.get(span.trace_id)
+                if group is None:
+                    service = service_of(rs.resource) if service is None else service
+                    group = grouped[span.trace_id] = {"service": service, "parts": {}}
+                group["parts"].setdefault((i, j), []).append(span)
+    for tid, g in grouped.items():
+        out = trace_service_pb2.ExportTraceServiceRequest()
+        for (i, j), spans in g["parts"].items():
+            rs, ss = request.resource_spans[i], request.resource_spans[i].scope_spans[j]
+            part = out.resource_spans.add(schema_url=rs.schema_url)
+            part.resource.CopyFrom(rs.resource)
+            scope = part.scope_spans.add(schema_url=ss.schema_url)
+            scope.scope.CopyFrom(ss.scope)
+            scope.spans.extend(spans)
+        batch.traces[tid.hex()] = {"body": out.SerializeToString(), "service": g["service"],
+                                   "spans": sum(len(spans) for spans in g["parts"].values())}
+    return batch
+
+
+def to_json(body: bytes) -> str:
+    """One stored trace (:func:`split`'s protobuf body) as the OTLP JSON request line the file readers take."""
+    if trace_service_pb2 is None:
+        raise WireError(503, "reading this store needs opentelemetry-proto (pip install -r requirements-live.txt)")
+    request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
+    return _json_line([(json_format.MessageToDict(rs.resource), json_format.MessageToDict(ss.scope),
+                        [_span_json(span) for span in ss.spans])
+                       for rs in request.resource_spans for ss in rs.scope_spans])
+
+
+def split_json(request) -> Batch:
+    """The plain definition :func:`split` and :func:`to_json` speed up (a test holds them equal): every span
+    converted to OTLP JSON as it is grouped, about 0.15 ms a span."""
+    batch = Batch()
+    grouped: dict = {}   # trace id -> {"service", "parts": {(resource index, scope index): (resource, scope, spans)}}
+    for i, rs in enumerate(request.resource_spans):
         resource = json_format.MessageToDict(rs.resource)
         service = service_of(rs.resource)
-        for ss in rs.scope_spans:
+        for j, ss in enumerate(rs.scope_spans):
             scope = json_format.MessageToDict(ss.scope)
             for span in ss.spans:
                 why = _refusal(span)
                 if why:
-                    batch.rejected += 1
-                    batch.reasons[why] = batch.reasons.get(why, 0) + 1
+                    _refused(batch, why)
                     continue
-                tid = span.trace_id.hex()
-                groups = grouped.setdefault(tid, {"service": service, "parts": {}})
-                part = groups["parts"].setdefault((id(rs), id(ss)), (resource, scope, []))
-                part[2].append(_hex_ids(json_format.MessageToDict(span, use_integers_for_enums=True)))
+                group = grouped.setdefault(span.trace_id.hex(), {"service": service, "parts": {}})
+                group["parts"].setdefault((i, j), (resource, scope, []))[2].append(_span_json(span))
     for tid, g in grouped.items():
-        request_json = {"resourceSpans": [{"resource": res, "scopeSpans": [{"scope": scope, "spans": spans}]}
-                                          for res, scope, spans in g["parts"].values()]}
-        batch.traces[tid] = {"body": json.dumps(request_json, ensure_ascii=False, separators=(",", ":")),
-                             "spans": sum(len(p[2]) for p in g["parts"].values()), "service": g["service"]}
+        batch.traces[tid] = {"body": _json_line(list(g["parts"].values())), "service": g["service"],
+                             "spans": sum(len(p[2]) for p in g["parts"].values())}
     return batch
+
+
+def _span_json(span) -> dict:
+    return _hex_ids(json_format.MessageToDict(span, use_integers_for_enums=True))
+
+
+def _json_line(parts: list) -> str:
+    """(resource, scope, spans) parts as one OTLP JSON ``ExportTraceServiceRequest`` line."""
+    request = {"resourceSpans": [{"resource": res, "scopeSpans": [{"scope": scope, "spans": spans}]}
+                                 for res, scope, spans in parts]}
+    return json.dumps(request, ensure_ascii=False, separators=(",", ":"))
 
 
 def refusal_message(batch: Batch) -> str:
