@@ -23,7 +23,7 @@ from typing import Optional
 
 from ..stages.compress import sentences
 from ..stages.filters import version_families, version_key
-from ..memo import by_text
+from ..memo import Memo, by_text
 from .reach import _longest_prefix, normalise
 from ..records import Logged, Sent, SentPassage, Trace
 from ..stages.similarity import jaccard, words
@@ -211,8 +211,25 @@ def _matches(candidates, hay: str, hay_words: frozenset, min_chars: int = 40):
     return out
 
 
+_READ = Memo(8)  # sent contexts read lately: a replay reads one run's prompt against several builds of it
+
+
 def reconstruct(trace: Trace, prompt: str, source: str = "logged") -> Sent:
-    """The sent context of ``prompt`` (what a logged system sent) against the trace's candidates."""
+    """The sent context of ``prompt`` (what a logged system sent) against the trace's candidates.
+
+    Remembered for the same candidates (by identity) and the only parts of the trace it reads (query,
+    encoding, near-dup threshold, window and output reserve): the policy's build and the baseline's are
+    two traces of one run that usually agree on all of them, so a replay reads the prompt once."""
+    key = (id(trace.candidates), prompt, source, trace.query, trace.config.encoding, trace.config.near_dup,
+           trace.budget.window, trace.budget.max_output)
+    held = _READ.get(key)
+    if held is not None and held[0] is trace.candidates:
+        return held[1]
+    return _READ.keep(key, (trace.candidates, read_sent(trace, prompt, source)))[1]
+
+
+def read_sent(trace: Trace, prompt: str, source: str = "logged") -> Sent:
+    """:func:`reconstruct` without the memo: the plain definition."""
     hay = normalise(prompt)
     found = sorted(_matches(trace.candidates, hay, words(prompt)), key=lambda m: m[2])
     tok = get_tokenizer(trace.config.encoding)
