@@ -217,25 +217,30 @@ _READ = Memo(8)  # sent contexts read lately: a replay reads one run's prompt ag
 def reconstruct(trace: Trace, prompt: str, source: str = "logged") -> Sent:
     """The sent context of ``prompt`` (what a logged system sent) against the trace's candidates.
 
-    Remembered for the same candidates (by identity) and the only parts of the trace it reads (query,
-    encoding, near-dup threshold, window and output reserve): the policy's build and the baseline's are
-    two traces of one run that usually agree on all of them, so a replay reads the prompt once."""
-    key = (id(trace.candidates), prompt, source, trace.query, trace.config.encoding, trace.config.near_dup,
-           trace.budget.window, trace.budget.max_output)
+    Where the passages are, their labels and version families are remembered for the same candidates (by
+    identity) and prompt: the policy's build and the baseline's are two traces of one run, so a replay reads
+    the prompt once; what depends on the settings (duplicates at the near-dup threshold, tokens, the window)
+    is worked out for each trace."""
+    key = (id(trace.candidates), prompt)
     held = _READ.get(key)
-    if held is not None and held[0] is trace.candidates:
-        return held[1]
-    return _READ.keep(key, (trace.candidates, read_sent(trace, prompt, source)))[1]
+    if held is None or held[0] is not trace.candidates:
+        held = _READ.keep(key, (trace.candidates, _found(trace.candidates, prompt)))
+    return read_sent(trace, prompt, source, held[1])
 
 
-def read_sent(trace: Trace, prompt: str, source: str = "logged") -> Sent:
-    """:func:`reconstruct` without the memo: the plain definition."""
+def _found(candidates, prompt: str) -> tuple:
+    """What reading a prompt costs, and depends on the candidates and the prompt only: where each passage is,
+    its label, the labelling, the version families."""
     hay = normalise(prompt)
-    found = sorted(_matches(trace.candidates, hay, words(prompt)), key=lambda m: m[2])
+    found = sorted(_matches(candidates, hay, words(prompt)), key=lambda m: m[2])
+    return hay, found, _labels(prompt, hay, found), _newest(candidates)
+
+
+def read_sent(trace: Trace, prompt: str, source: str = "logged", found: Optional[tuple] = None) -> Sent:
+    """:func:`reconstruct` without the memo (the plain definition), or on its remembered reading ``found``."""
+    hay, found, (labels, labelling), newest = found or _found(trace.candidates, prompt)
     tok = get_tokenizer(trace.config.encoding)
     threshold = trace.config.near_dup if trace.config.near_dup is not None else DEFAULT_NEAR
-    newest = _newest(trace.candidates)
-    labels, labelling = _labels(prompt, hay, found)
     passages, earlier = [], []
     for i, (c, share, at) in enumerate(found, 1):
         dup, sim = None, None
