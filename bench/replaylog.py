@@ -8,7 +8,12 @@ cites the best kept passage; every ``regression_every``-th run (the planted regr
 *weakest* kept passage instead, so a new setting that keeps fewer passages (``max_passages: 3``)
 loses exactly the passage those answers relied on.
 
-    python bench/replaylog.py OUT.jsonl --runs 10000 [--seed 1] [--min 20 --max 60]
+``--spans`` writes the same runs as a Phoenix/OpenInference span export instead (one span a line: a
+chain, a retriever with every candidate and an LLM call whose prompt holds the passages the logged
+pipeline sent, ``[1]``..., the top ``SENT`` by score), so the replay reads it whole, cuts it into runs
+and infers each run's policy from its sent prompt.
+
+    python bench/replaylog.py OUT.jsonl --runs 10000 [--seed 1] [--min 20 --max 60] [--spans]
 """
 
 from __future__ import annotations
@@ -119,6 +124,56 @@ def generate(path: str, runs: int, *, seed: int = 1, candidates: tuple[int, int]
     return planted
 
 
+SENT = 6  # passages the span log's pipeline sends: the top six by score
+
+
+def _span(tid: str, sid: str, name: str, kind: str, parent, start: datetime, attributes: dict) -> dict:
+    when = start.isoformat()
+    return {"name": name, "context": {"trace_id": tid, "span_id": sid}, "span_kind": kind, "parent_id": parent,
+            "start_time": when, "end_time": when, "status_code": "OK", "status_message": "",
+            "attributes": {"openinference.span.kind": kind, **attributes}, "events": [], "conversation": None}
+
+
+def span_run(i: int, query: str, cands: list[Candidate], planted: bool, system: str) -> list[dict]:
+    """The three spans of one run: what a LangChain pipeline traced by OpenInference exports to Phoenix."""
+    tid, start = f"{i + 1:032x}", START + timedelta(seconds=37 * i)
+    sent = sorted(cands, key=lambda c: -c.score)[:SENT]
+    pick = len(sent) if planted else 1  # the planted runs cite their weakest sent passage
+    answer = f"Going by the policy in the documents, the rule is stated in [{pick}]."
+    docs = {}
+    for j, c in enumerate(cands):
+        docs.update({f"retrieval.documents.{j}.document.id": c.id, f"retrieval.documents.{j}.document.content": c.text,
+                     f"retrieval.documents.{j}.document.score": c.score})
+    context = "\n\n".join(f"[{k}] {c.text}" for k, c in enumerate(sent, 1))
+    root = f"{3 * i + 1:016x}"
+    return [_span(tid, root, "query", "CHAIN", None, start, {"input.value": query, "output.value": answer}),
+            _span(tid, f"{3 * i + 2:016x}", "retrieve", "RETRIEVER", root, start, {"input.value": query, **docs}),
+            _span(tid, f"{3 * i + 3:016x}", "llm", "LLM", root, start, {
+                "llm.model_name": "gpt-4o-mini",
+                "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": system,
+                "llm.input_messages.1.message.role": "user",
+                "llm.input_messages.1.message.content": f"Context:\n{context}\n\nQuestion: {query}",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": answer})]
+
+
+def generate_spans(path: str, runs: int, *, seed: int = 1, candidates: tuple[int, int] = (20, 40),
+                   sentences: tuple[int, int] = (1, 4), regression_every: int = 5,
+                   system: str = "You are a support assistant. Answer from the context only and cite it.") -> list[str]:
+    """Write ``runs`` runs as one Phoenix span export (a span a line); the trace ids of the planted runs."""
+    rng, planted = random.Random(seed), []
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(runs):
+            query, cands = run_candidates(rng, rng.randint(*candidates), sentences)
+            is_planted = regression_every > 0 and i % regression_every == regression_every - 1
+            spans = span_run(i, query, cands, is_planted, system)
+            if is_planted:
+                planted.append(spans[0]["context"]["trace_id"])
+            for span in spans:
+                f.write(json.dumps(span, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return planted
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out")
@@ -129,7 +184,14 @@ def main(argv=None) -> int:
     p.add_argument("--sentences", type=int, nargs=2, default=(2, 7), metavar=("FEWEST", "MOST"))
     p.add_argument("--budget", type=int, default=BASE["budget"], help="the docs budget the log was built with")
     p.add_argument("--every", type=int, default=5, help="plant a regression in every N-th run (0: none)")
+    p.add_argument("--spans", action="store_true", help="a Phoenix/OpenInference span export instead of traces")
     a = p.parse_args(argv)
+    if a.spans:
+        planted = generate_spans(a.out, a.runs, seed=a.seed, candidates=(a.min, a.max),
+                                 sentences=tuple(a.sentences), regression_every=a.every)
+        print(f"{a.runs} runs of spans written to {a.out} ({os.path.getsize(a.out) / 1e6:.1f} MB); "
+              f"{len(planted)} answers cite their weakest sent passage", file=sys.stderr)
+        return 0
     planted = generate(a.out, a.runs, seed=a.seed, candidates=(a.min, a.max), sentences=tuple(a.sentences),
                        base={"budget": a.budget}, regression_every=a.every)
     print(f"{a.runs} runs written to {a.out} ({os.path.getsize(a.out) / 1e6:.1f} MB); {len(planted)} answers cite "

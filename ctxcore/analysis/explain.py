@@ -255,6 +255,14 @@ def explain_text(trace: Trace, text: str, logged_prompt: Optional[str] = None,
     return result
 
 
+_UNEXPLAINED = Explanation("", "", "", "", None, False, "")
+
+
+def _unexplained(cid: str) -> Explanation:
+    """What :func:`findings` uses for an explanation when it does not verify: no fix, nothing re-built."""
+    return _UNEXPLAINED
+
+
 @dataclass(frozen=True)
 class Finding:
     kind: str
@@ -270,9 +278,14 @@ class Finding:
 
 
 def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional[int] = None,
-             logged_prompt: Optional[str] = None) -> list[Finding]:
-    """Ranked list of what is most likely wrong with this context, each with a verified fix."""
+             logged_prompt: Optional[str] = None, verify: bool = True) -> list[Finding]:
+    """Ranked list of what is most likely wrong with this context, each with a verified fix.
+
+    ``verify=False`` finds the same findings (the same kinds, titles and evidence) without the re-builds that
+    find and prove each fix (``fix`` None, not verified): what a replay comparing kinds needs, at a fraction of
+    the cost (a binary search over the budget is about fifteen builds a dropped passage)."""
     out: list[Finding] = []
+    explained = (lambda cid: explain(trace, cid)) if verify else _unexplained
     if logged_prompt:
         for r in reached(trace.candidates, logged_prompt):
             kept_now = _kept(trace, r.id)
@@ -285,6 +298,7 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
                                    f"the replay keeps it as [{trace.decision(r.id).label}]; the logged prompt "
                                    f"does not contain it", ids=(r.id,)))
     case = Case.of(trace)
+    rerun = case.run if verify else None
     kept = trace.kept()
     by_id = {c.id: c for c in trace.candidates}
     kept_scores = [by_id[d.id].score for d in kept if by_id[d.id].score is not None]
@@ -294,7 +308,7 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
     for d in trace.decisions:
         s = by_id[d.id].score
         if d.fate == "over_budget" and s is not None and (floor is None or s >= floor):
-            e = explain(trace, d.id)
+            e = explained(d.id)
             out.append(Finding("dropped_for_budget", 3, f"{d.id} (score {s:g}) was dropped for budget",
                                f"{d.reason}; weaker passages were kept" if floor is not None else d.reason,
                                e.fix, e.fix_verified, (d.id,)))
@@ -309,18 +323,19 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
                 break
     if dup_ids and trace.budget.docs:
         share = dup_cost / trace.budget.docs
-        t = case.run(near_dup=0.8)
+        t = rerun(near_dup=0.8) if rerun else None
         out.append(Finding("duplicates_in_prompt", 3 if share >= 0.25 else 2,
                            f"near-duplicates took {share:.0%} of the docs budget",
                            f"{', '.join(dup_ids)} repeat passages already in the prompt ({dup_cost} tokens)",
-                           {"near_dup": 0.8}, all(t.decision(i).fate != "kept" for i in dup_ids), tuple(dup_ids)))
+                           {"near_dup": 0.8} if t else None,
+                           bool(t) and all(t.decision(i).fate != "kept" for i in dup_ids), tuple(dup_ids)))
 
     # best passage in the weak middle
     if len(kept) >= 3:
         best = min(kept, key=lambda d: trace.candidates.index(by_id[d.id]) if by_id[d.id].score is None
                    else -by_id[d.id].score)
         if 1 < best.position < len(kept):
-            e = explain(trace, best.id)
+            e = explained(best.id)
             out.append(Finding("buried_in_middle", 3,
                                f"the best passage {best.id} sits in the middle where models read least",
                                f"position {best.position} of {len(kept)} in the prompt", e.fix, e.fix_verified,
@@ -338,13 +353,14 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
         old_kept = [c.id for c in members if version_key(c) != newest and _kept(trace, c.id)]
         new_lost = [c.id for c in members if version_key(c) == newest and not _kept(trace, c.id)]
         if old_kept:
-            t = case.run(prefer_newest=True)
+            t = rerun(prefer_newest=True) if rerun else None
             verb = "predates" if len(old_kept) == 1 else "predate"
             out.append(Finding("stale_version_kept", 3, f"an older version of {doc} is in the prompt",
                                f"{', '.join(old_kept)} {verb} the newest version present",
-                               {"prefer_newest": True}, all(not _kept(t, i) for i in old_kept), tuple(old_kept)))
+                               {"prefer_newest": True} if t else None,
+                               bool(t) and all(not _kept(t, i) for i in old_kept), tuple(old_kept)))
         if new_lost:
-            e = explain(trace, new_lost[0])
+            e = explained(new_lost[0])
             out.append(Finding("newest_version_dropped", 3, f"the newest version of {doc} did not reach the prompt",
                                f"{new_lost[0]}: {trace.decision(new_lost[0]).reason}", e.fix, e.fix_verified,
                                tuple(new_lost)))
@@ -356,11 +372,11 @@ def findings(trace: Trace, *, answer_checks=None, logged_prompt_tokens: Optional
     if hist > evid and lost and not trace.budget.docs_direct:
         current = trace.config.history_share
         share = max(0.0, round((AUTO_HISTORY_SHARE if current == "auto" else current) / 2, 2))  # auto: up to 0.4
-        t = case.run(history_share=share)
-        regained = [i for i in lost if _kept(t, i)]
+        t = rerun(history_share=share) if rerun else None
+        regained = [i for i in lost if _kept(t, i)] if t else []
         out.append(Finding("history_crowding", 2, "conversation history outweighs the evidence",
                            f"history {hist} tokens vs evidence {evid}; {len(lost)} passages dropped for budget",
-                           {"history_share": share}, bool(regained), tuple(regained)))
+                           {"history_share": share} if t else None, bool(regained), tuple(regained)))
 
     # the prompt as logged was longer than the window allows
     limit = trace.budget.window - trace.budget.max_output

@@ -443,9 +443,11 @@ def _differs(settings: dict) -> dict:
     return {k: v for k, v in sorted(settings.items()) if getattr(defaults, k) != v}
 
 
-def infer(trace_or_loaded, sent: Optional[Sent] = None) -> Policy:
+def infer(trace_or_loaded, sent: Optional[Sent] = None, reproduce: bool = True) -> Policy:
     """The policy of an imported run whose log holds the prompt that was sent; an empty one otherwise. ``sent``:
-    the sent context when the caller has already read it (a diagnosis: read once, not twice)."""
+    the sent context when the caller has already read it (a diagnosis: read once, not twice). ``reproduce``
+    False leaves out the build that checks the settings reproduce what was sent (``cannot``'s last lines):
+    a replay needs the settings only."""
     trace = trace_or_loaded.build() if not isinstance(trace_or_loaded, Trace) else trace_or_loaded
     logged = trace.logged
     if logged is None or not logged.prompt_text:
@@ -463,7 +465,7 @@ def infer(trace_or_loaded, sent: Optional[Sent] = None) -> Policy:
         if share > AUTO_HISTORY_SHARE:
             settings["history_share"] = min(1.0, math.ceil(share * 100) / 100)
     settings = _differs({**trace.config.to_dict(), **settings})
-    if sent.passages:
+    if sent.passages and reproduce:
         replica = build(trace.candidates, trace.query, Config.from_dict(settings), trace.inputs)
         cannot += unreproduced([p.id for p in sent.passages], replica)
     return Policy(tuple(rules), tuple(settings.items()), tuple(cannot))

@@ -23,7 +23,7 @@ from typing import Optional
 
 from ..stages.compress import sentences
 from ..stages.filters import version_families, version_key
-from ..memo import by_text
+from ..memo import Memo, by_text
 from .reach import _longest_prefix, normalise
 from ..records import Logged, Sent, SentPassage, Trace
 from ..stages.similarity import jaccard, words
@@ -211,14 +211,36 @@ def _matches(candidates, hay: str, hay_words: frozenset, min_chars: int = 40):
     return out
 
 
+_READ = Memo(8)  # sent contexts read lately: a replay reads one run's prompt against several builds of it
+
+
 def reconstruct(trace: Trace, prompt: str, source: str = "logged") -> Sent:
-    """The sent context of ``prompt`` (what a logged system sent) against the trace's candidates."""
+    """The sent context of ``prompt`` (what a logged system sent) against the trace's candidates.
+
+    Where the passages are, their labels and version families are remembered for the same candidates (by
+    identity) and prompt: the policy's build and the baseline's are two traces of one run, so a replay reads
+    the prompt once; what depends on the settings (duplicates at the near-dup threshold, tokens, the window)
+    is worked out for each trace."""
+    key = (id(trace.candidates), prompt)
+    held = _READ.get(key)
+    if held is None or held[0] is not trace.candidates:
+        held = _READ.keep(key, (trace.candidates, _found(trace.candidates, prompt)))
+    return read_sent(trace, prompt, source, held[1])
+
+
+def _found(candidates, prompt: str) -> tuple:
+    """What reading a prompt costs, and depends on the candidates and the prompt only: where each passage is,
+    its label, the labelling, the version families."""
     hay = normalise(prompt)
-    found = sorted(_matches(trace.candidates, hay, words(prompt)), key=lambda m: m[2])
+    found = sorted(_matches(candidates, hay, words(prompt)), key=lambda m: m[2])
+    return hay, found, _labels(prompt, hay, found), _newest(candidates)
+
+
+def read_sent(trace: Trace, prompt: str, source: str = "logged", found: Optional[tuple] = None) -> Sent:
+    """:func:`reconstruct` without the memo (the plain definition), or on its remembered reading ``found``."""
+    hay, found, (labels, labelling), newest = found or _found(trace.candidates, prompt)
     tok = get_tokenizer(trace.config.encoding)
     threshold = trace.config.near_dup if trace.config.near_dup is not None else DEFAULT_NEAR
-    newest = _newest(trace.candidates)
-    labels, labelling = _labels(prompt, hay, found)
     passages, earlier = [], []
     for i, (c, share, at) in enumerate(found, 1):
         dup, sim = None, None

@@ -23,13 +23,14 @@ log through an engine (:mod:`ctxcore.replay.engines`) and streams the rows to
 from __future__ import annotations
 
 import inspect
+import re
 import signal
 import time
 from contextlib import contextmanager
 from itertools import islice
 from typing import Callable, Iterable, Iterator, Optional
 
-from ..analysis.answer import check_answer
+from ..analysis.answer import _CITE as CITATION, check_answer
 from ..errors import BuildError, InputError
 from ..analysis.explain import findings
 from ..analysis.policy import infer as infer_policy
@@ -101,11 +102,29 @@ def _cited(own: Trace, answer: Optional[str], sent: Optional[str]) -> list[tuple
     against the prompt that was sent when it is known, else against the run's own trace."""
     if not answer:
         return []
+    if not sent:
+        return _cited_own(own, answer)
+    return _cited_checked(own, answer, sent)
+
+
+def _cited_checked(own: Trace, answer: str, sent: Optional[str]) -> list[tuple[str, str]]:
+    """:func:`_cited` by the answer check itself: the plain definition."""
     out = []
     for c in check_answer(own, answer, sent):
         if c.kind == "citation" and c.verdict == "ok":
             out.extend((c.claim.strip("[]"), cid) for cid in c.ids)
     return out
+
+
+def _cited_own(own: Trace, answer: str) -> list[tuple[str, str]]:
+    """:func:`_cited_checked` without a sent prompt, fast: the check then ties ``[S#]`` citations to the trace's
+    kept labels and nothing else (no sent context to read, no quotes, numbers or claims to weigh); a test holds
+    the two equal."""
+    kept = {d.label: d.id for d in own.kept()}
+    labels: list[str] = []
+    for m in CITATION.finditer(answer):
+        labels += [x for x in re.split(r"\s*[,;]\s*", m.group(1).upper()) if x not in labels]
+    return [(label, kept[label]) for label in labels if kept.get(label)]
 
 
 def policy_settings(loaded: Loaded) -> dict:
@@ -115,7 +134,7 @@ def policy_settings(loaded: Loaded) -> dict:
     stored = trace.logged.policy if trace is not None else None
     if stored is not None and isinstance(stored.get("config"), dict):
         return dict(stored["config"])
-    return dict(infer_policy(trace if trace is not None else loaded).settings)
+    return dict(infer_policy(trace if trace is not None else loaded, reproduce=False).settings)
 
 
 def compare(loaded: Loaded, new: dict, baseline: Optional[dict] = None, with_findings: bool = True) -> dict:
