@@ -39,4 +39,6 @@ except Exception as err:  # noqa: BLE001 - never a traceback on the page; the co
 finally:  # also after st.stop(): the address bar and the share box follow every change
     ctxui.remember_input()  # the uploaded bytes, so the case can be saved from another page
     ctxui.sync_url()
-    ctxui.share_box(share)
+    if not ctxui.headline_run():  # a headline run sends the headline alone (ctxui.firstpaint)
+        ctxui.page_style()
+        ctxui.share_box(share)

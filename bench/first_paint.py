@@ -1,10 +1,11 @@
 """Benchmark: the Debugger's first meaningful paint against a hello-world Streamlit app, in the same browser.
 
-    python bench/first_paint.py            # 7 visits each
+    python bench/first_paint.py            # 9 visits each, interleaved
     python bench/first_paint.py --reps 11
 
 Starts two servers on free localhost ports: ``streamlit run app.py`` and a hello-world app (a title and one
-st.metric, written to a temporary file), with the same flags. Each visit is a new browser context (a new
+st.metric, written to a temporary file), with the same flags. Visits alternate between the two (the order
+flips every round), so a burst of load from other processes falls on both. Each visit is a new browser context (a new
 session, no cache in the page), driven by Debian's /usr/bin/chromium through Playwright. First meaningful
 paint is timed inside the page, from navigation start (``performance.timeOrigin``) to the first animation frame
 in which an ``st.metric`` is visible: for the Debugger, the headline numbers of the first sample scenario.
@@ -45,7 +46,7 @@ def visit(browser, url: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--reps", type=int, default=9)
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -55,10 +56,15 @@ def main() -> None:
         with open(hello, "w") as f:
             f.write(HELLO)
         browser = p.chromium.launch(executable_path=browserkit.CHROMIUM, args=browserkit.ARGS)
-        for name, script, cwd in (("hello world", hello, tmp), ("Debugger (app.py)", "app.py", ROOT)):
-            with browserkit.running_app(script, cwd) as url:
-                times = [visit(browser, url + "/") for _ in range(args.reps + 1)]
-            results[name] = (times[0], times[1:])
+        apps = (("hello world", hello, tmp), ("Debugger (app.py)", "app.py", ROOT))
+        with browserkit.running_app(apps[0][1], apps[0][2]) as hello_url, \
+                browserkit.running_app(apps[1][1], apps[1][2]) as app_url:
+            urls = {apps[0][0]: hello_url + "/", apps[1][0]: app_url + "/"}
+            times: dict[str, list[float]] = {name: [] for name in urls}
+            for rep in range(args.reps + 1):
+                for name in (list(urls) if rep % 2 == 0 else list(urls)[::-1]):
+                    times[name].append(visit(browser, urls[name]))
+        results = {name: (t[0], t[1:]) for name, t in times.items()}
         browser.close()
     base = statistics.median(results["hello world"][1])
     print(f"First meaningful paint, ms from navigation start ({args.reps} visits after the first; chromium, "

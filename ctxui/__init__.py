@@ -3,7 +3,7 @@
 Pages stay thin: widgets -> ``ctxcore`` -> the renderers here, always called as ``ctxui.X`` (tests patch names on
 this package). Imports inside point one way, bottom to top: text, theme, settings, linkparams, pagesmode; state;
 loading, budget, controls, inputs, scenario; the renderers (summary, tables, charts, prompt, download); diagnosis,
-sent, compare, steps, lessons; casestore (SQLite, no Streamlit), cases, banner, links. Chunk text is shown as text, never as HTML or live markdown (see ctxui.text).
+sent, compare, steps, lessons; casestore (SQLite, no Streamlit), cases, banner, firstpaint, links. Chunk text is shown as text, never as HTML or live markdown (see ctxui.text).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from .text import (  # noqa: F401
     esc, md_escape, one_line, safe_filename, WORD_JOINER, _AUTOLINK, _MD_PUNCT,
 )
 from .theme import (  # noqa: F401
-    FATE_BADGES, fate_badges, FATE_COLORS, fate_style, favicon, KIND_COLORS, _fate_style,
+    FATE_BADGES, fate_badges, FATE_COLORS, fate_style, favicon, KIND_COLORS, page_style, _fate_style,
 )
 from .settings import (  # noqa: F401
     config_from_controls, controls_from_config, DEFAULT_CONTROLS, DEFAULTS, OFF_VALUES, ORDER_HELP, PAGE_DEFAULTS,
@@ -46,7 +46,7 @@ from .scenario import (  # noqa: F401
     _settings_mode, _text,
 )
 from .summary import (  # noqa: F401
-    metrics, paint_headline_first, side_metrics, warnings_list,
+    metrics, side_metrics, warnings_list,
 )
 from .tables import (  # noqa: F401
     blank_missing, detail_view, FATES_COLUMNS, fates_frame, fates_table, MAX_PICKER, readable_table,
@@ -94,6 +94,9 @@ from .banner import (  # noqa: F401
 )
 from . import casestore  # noqa: F401
 from .open_from import open_from  # noqa: F401
+from .firstpaint import (  # noqa: F401
+    gap, headline_first, headline_run, INPUT_GAP, OPEN_FROM_GAP, paint_headline_first, QUERY_GAP,
+)
 from .links import (  # noqa: F401
     link_text, link_warning, read_link, share_box, start_run,
 )
@@ -128,5 +131,6 @@ __all__ = [
     "view_mode", "VIEWS", "render_side", "sent_comparison", "shared_right", "side_choice", "side_trace",
     "answer_key", "input_banner", "diagnosed_kind", "propose_tag", "tag_label", "case_fields", "case_link", "cases_frame", "current_input", "date_bounds",
     "import_upload", "open_case", "open_case_page", "remember_input", "save_case_box", "casestore",
-    "paint_headline_first", "open_from",
+    "paint_headline_first", "open_from", "gap", "headline_first", "headline_run", "INPUT_GAP", "OPEN_FROM_GAP",
+    "QUERY_GAP", "page_style",
 ]

@@ -11,19 +11,19 @@ import streamlit as st
 from ctxcore import Config, InputError
 
 from .cases import open_case
+from .firstpaint import start_headline_run
 from .inputs import use_sample
 from .linkparams import LINK_BY_KEY, LINK_PAGE_KEYS
 from .loading import sample_path, sample_paths
 from .settings import DEFAULT_CONTROLS, clamp_controls, config_from_controls
 from .state import apply_config, apply_controls, init_state, link_params, store
 from .text import md_escape
-from .theme import page_style
 
 
 def start_run() -> None:
     """Called by app.py at the top of every run: state, and on the session's first run the opening link."""
     init_state()
-    page_style()
+    start_headline_run()
     ss = st.session_state
     if not ss.get("ctx.link_read"):
         ss["ctx.link_read"] = True

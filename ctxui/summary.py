@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
-import streamlit.components.v1 as components
-from streamlit import config
 
 import ctxcore
 from ctxcore import Trace
@@ -77,28 +73,3 @@ def warnings_list(trace: Trace, limit: int = 5) -> None:
     if len(ws) > limit:
         with st.expander(f"All {len(ws)} warnings"):
             st.code(visible("\n".join(ws)), language=None, wrap_lines=True)
-
-
-_CONTINUE = components.declare_component("ctx_paint_continue", path=str(Path(__file__).with_name("paint")))
-
-
-def paint_headline_first(page: str) -> None:
-    """On a session's first visit to a page, end the run right after the headline; the browser asks for the
-    rest once it has drawn it.
-
-    The browser draws a batch of elements together, and the plotly charts and the data grid cost it the most:
-    sent with the headline, they hold the headline back until they are drawn too (seconds on a busy machine).
-    The first run stops here with an invisible component (``ctxui/paint``) that sets its value once the page
-    shows the headline's numbers (at most 3 s later): a widget change, so the full run that follows (every
-    build cached) is an ordinary rerun. (A fragment on a timer did this before; a click landing as its timer fired lost widget
-    values such as the query, a known Streamlit problem with timed fragments.) Not under AppTest, which has no
-    browser to draw."""
-    ss = st.session_state
-    flag = f"ctx.painted.{page}"
-    if ss.get(flag) or config.get_option("global.appTest"):
-        return
-    if _CONTINUE(key=f"{flag}.continue", default=False):
-        ss[flag] = True
-        return
-    st.caption("Drawing the prompt map, the fates table and the prompt…")
-    st.stop()

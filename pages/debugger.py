@@ -8,21 +8,33 @@ st.title("Context construction debugger", anchor=False)
 st.caption("Which retrieved chunks reached the prompt, which were dropped, and why. "
            "Every decision on this page comes from the ctxcore engine.")
 
-ctxui.open_from("dbg")  # a trace fetched from Phoenix, MLflow, Langfuse or LangSmith
-loaded = ctxui.loaded_input()
+headline = ctxui.headline_first("debugger")  # a session's first run sends the headline alone (ctxui.firstpaint)
+if headline:  # the controls come with the full run; empty space holds their place
+    ctxui.gap(ctxui.OPEN_FROM_GAP)
+    ctxui.gap(ctxui.INPUT_GAP)
+    loaded = st.session_state["ctx.loaded"]
+else:
+    ctxui.open_from("dbg")  # a trace fetched from Phoenix, MLflow, Langfuse or LangSmith
+    loaded = ctxui.loaded_input()
 ctxui.input_banner()  # which input (or saved case) every result below belongs to
 
 ctxui.scenario_header(loaded)
 ctxui.scenario_story(loaded)
-query_col, buttons_col = st.columns([3, 2], vertical_alignment="bottom")
-with query_col:
-    query = ctxui.query_input()
-with buttons_col:
-    ctxui.settings_buttons(loaded)
+if headline:
+    ctxui.gap(ctxui.QUERY_GAP)
+    query = ctxui.store()["query"]  # what the query box shows on its first run
+else:
+    query_col, buttons_col = st.columns([3, 2], vertical_alignment="bottom")
+    with query_col:
+        query = ctxui.query_input()
+    with buttons_col:
+        ctxui.settings_buttons(loaded)
 
 trace = ctxui.safe_build(st.session_state["ctx.key"], loaded, query)
 st.session_state["ctx.trace"] = trace  # for other pages (and tests)
 if trace is None:
+    if headline:  # the error needs the controls to be fixed: the full run shows both
+        st.rerun()
     st.stop()
 st.session_state["ctx.last_fixed"] = trace.budget.fixed
 logged_prompt = ctxui.logged_prompt_text(loaded)

@@ -1,7 +1,8 @@
 """The real app in a real browser: start ``streamlit run app.py`` and read the page.
 
-Shared by tests/test_browser.py and bench/browser.py, so the test and the benchmark drive the
-same server the same way.
+Shared by every tests/test_browser_*.py and the benches (bench/browser.py, bench/first_paint.py), so tests and
+benchmarks drive the same server the same way. The pytest fixtures (``browser``, ``server``, ``cases_dir``) are
+registered for every test by tests/conftest.py; the benches use ``running_app`` alone.
 """
 
 from __future__ import annotations
@@ -16,11 +17,24 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 # without the networking flags chromium keeps calling home, which this machine's closed network refuses
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
+
+WAIT = 60_000  # ms: every wait on a page, and every expect (a busy machine's rerun)
+
+# Tables are drawn on a canvas: this init script records every fillText as [text, width, right edge, canvas width]
+# (CSS px), so a test can read what a table shows and whether it fits (tests/test_browser_pages.py, _layout.py).
+DRAWN_HOOK = """(() => { window.__drawn = []; const f = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (t, x, y, ...rest) {
+    try { const m = this.getTransform(), w = this.measureText(String(t)).width;
+          window.__drawn.push([String(t), w, (m.a * (x + w) + m.e) / m.a, this.canvas.width / m.a]); } catch (e) {}
+    return f.call(this, t, x, y, ...rest); }; })()"""
+SCROLL_TABLES = """() => { for (const s of document.querySelectorAll('.dvn-scroller')) { s.scrollTop += 300; } }"""
 
 METRICS_JS = """() => Object.fromEntries([...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
     m.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
@@ -102,3 +116,71 @@ def wait_idle(pg, timeout: int) -> None:
 def metrics(pg) -> dict[str, str]:
     """Every st.metric on the page: label -> shown value."""
     return pg.evaluate(METRICS_JS)
+
+
+def open_page(context, url: str, ready: str = '[data-testid="stMetric"]'):
+    """A new page of ``context`` at ``url``, once ``ready`` shows and the app's runs are over."""
+    pg = context.new_page()
+    pg.set_default_timeout(WAIT)
+    pg.goto(url)
+    pg.locator(ready).first.wait_for()
+    wait_idle(pg, WAIT)
+    return pg
+
+
+# --------------------------------------------------------------------------- pytest fixtures (tests/conftest.py)
+
+def unavailable(reason: str):
+    """Skip a browser test for ``reason`` (printed), or fail it under CI=true, where the browser must be there."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser test cannot run under CI: {reason}")
+    print(f"\nskipping browser tests: {reason}")
+    pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def app_or_fail(script: str = "app.py", cwd=None):
+    """``running_app`` for a test: a server that does not start fails the test, with the end of its log."""
+    try:
+        with running_app(script, cwd) as url:
+            yield url
+    except AppDidNotStart as err:
+        pytest.fail(str(err))
+
+
+@pytest.fixture(scope="module")
+def cases_dir(tmp_path_factory):
+    """The saved cases of the module's server: a folder of its own, never the repository's."""
+    return tmp_path_factory.mktemp("cases")
+
+
+@pytest.fixture(scope="module")
+def server(cases_dir):
+    """``streamlit run app.py`` for the module, with its own CTXCORE_DATA_DIR; its base URL."""
+    name = "CTXCORE_DATA_DIR"  # ctxui.casestore.DATA_DIR_ENV, read by the server when it starts
+    old = os.environ.get(name)
+    os.environ[name] = str(cases_dir)
+    try:
+        with app_or_fail() as url:
+            yield url
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium through Playwright, one for the module; every expect waits WAIT."""
+    if not os.path.exists(CHROMIUM):
+        unavailable(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import expect, sync_playwright
+    except ImportError:
+        unavailable("the playwright package is not installed")
+    expect.set_options(timeout=WAIT)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()

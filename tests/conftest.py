@@ -13,6 +13,7 @@ import tempfile
 import pytest
 from hypothesis import settings
 
+from browserkit import browser, cases_dir, server  # noqa: F401 - the browser tests' fixtures, for every module
 from ctxcore import Candidate, InputError, get_tokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -2,16 +2,15 @@
 
 Starts ``streamlit run app.py`` on a free port, then drives the page like a person would:
 upload, move a control, read the numbers, and check that input text never becomes markup.
-Skipped (with the reason printed) when chromium is not installed, except under CI=true.
+Skipped (with the reason printed) when chromium is not installed, except under CI=true; the server and browser
+fixtures are tests/browserkit.py's.
 Screenshots go to the ignored ``screenshots/`` folder; ``CTXCORE_SCREENSHOTS=docs`` refreshes the
 tracked images in ``docs/`` instead.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 from pathlib import Path
 
@@ -26,49 +25,11 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLES = sorted((ROOT / "sample_data").glob("*.json"), key=lambda p: p.name)
-CHROMIUM, ARGS, metrics = browserkit.CHROMIUM, browserkit.ARGS, browserkit.metrics
+metrics = browserkit.metrics
 WAIT = 30_000  # ms, for every wait on the page
 PAGE_TITLES = {"debugger.py": "Debugger", "budget.py": "Budget calculator", "compare.py": "Compare",
                "learn.py": "Learn"}
 HEADINGS = {"Debugger": "Context construction debugger"}  # page title -> its h1, where they differ
-
-
-def _unavailable(reason: str):
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"browser test cannot run under CI: {reason}")
-    print(f"\nskipping browser tests: {reason}")
-    pytest.skip(reason)
-
-
-@contextlib.contextmanager
-def running_app():
-    """``streamlit run app.py`` on a free port; yields its base URL (a start failure fails the test)."""
-    try:
-        with browserkit.running_app() as url:
-            yield url
-    except browserkit.AppDidNotStart as err:
-        pytest.fail(str(err))
-
-
-@pytest.fixture(scope="module")
-def server():
-    with running_app() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        _unavailable(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import expect, sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is not installed")
-    expect.set_options(timeout=WAIT)  # every expect waits as long as a page action (a busy machine's rerun)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture()
@@ -268,7 +229,7 @@ def test_deep_links_work_on_a_fresh_server_and_pictures(browser):
     """The first visit of a new server can be a link to a page other than the debugger."""
     from playwright.sync_api import expect
 
-    with running_app() as url:
+    with browserkit.app_or_fail() as url:
         context, pg = _open(browser, f"{url}/learn?step=5", height=1500)
         try:
             expect(pg.locator("h1", has_text="Learn")).to_be_visible()

@@ -1,52 +1,19 @@
 """In a real browser (issue #28, Apply on an uploaded trace): the Diagnose page's controls start from the policy
 the logged pipeline appears to follow, Apply switches them to the proved fix, and the decisive passage is shown
-before (in the prompt that was sent) and after (in the replay). Harness as tests/test_browser_pages.py."""
+before (in the prompt that was sent) and after (in the replay). The server and browser fixtures are tests/browserkit.py's."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import browserkit
 import pytest
 
-from ctxui import casestore
 
 pytestmark = pytest.mark.browser
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-WAIT = 60_000
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    old = os.environ.get(casestore.DATA_DIR_ENV)
-    os.environ[casestore.DATA_DIR_ENV] = str(tmp_path_factory.mktemp("cases"))
-    try:
-        with browserkit.running_app() as url:
-            yield url
-    except browserkit.AppDidNotStart as err:
-        pytest.fail(str(err))
-    finally:
-        if old is None:
-            os.environ.pop(casestore.DATA_DIR_ENV, None)
-        else:
-            os.environ[casestore.DATA_DIR_ENV] = old
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(browserkit.CHROMIUM):
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("chromium is not installed")
-        pytest.skip(f"{browserkit.CHROMIUM} is not installed")
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=browserkit.CHROMIUM, args=browserkit.ARGS)
-        yield b
-        b.close()
+WAIT = browserkit.WAIT
 
 
 def _diagnose(browser, server, path: Path):

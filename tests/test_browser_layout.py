@@ -15,7 +15,6 @@ Screenshots of each view go to screenshots/ (docs/ with CTXCORE_SCREENSHOTS=docs
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import browserkit
@@ -30,16 +29,10 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 LOGGED = ROOT / "tests" / "fixtures" / "traces" / "phoenix_nested.json"
 STALE = ROOT / "sample_data" / "04_stale_policy.json"
-WAIT = 60_000
+WAIT = browserkit.WAIT
 VIEWPORTS = {"desktop": (1280, 800), "phone": (390, 844)}
 PROSE_PX = 200          # a drawn string wider than this is prose (a reason, a why), never a number or an id
 
-HOOK = """(() => { window.__drawn = []; const f = CanvasRenderingContext2D.prototype.fillText;
-  CanvasRenderingContext2D.prototype.fillText = function (t, x, y, ...rest) {
-    try { const m = this.getTransform(), w = this.measureText(String(t)).width;
-          window.__drawn.push([String(t), w, (m.a * (x + w) + m.e) / m.a, this.canvas.width / m.a]); } catch (e) {}
-    return f.call(this, t, x, y, ...rest); }; })()"""
-SCROLL = """() => { for (const s of document.querySelectorAll('.dvn-scroller')) { s.scrollTop += 300; } }"""
 CUT = """() => [...document.querySelectorAll([
     '[data-testid="stMain"] [data-testid="stWidgetLabel"]', '[data-testid="stMain"] [data-testid="stMetricLabel"]',
     '[data-testid="stMain"] [data-baseweb="select"] [value]', '[data-testid="stMain"] [data-baseweb="tab"]'].join(','))]
@@ -64,54 +57,10 @@ OVERLAPS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((p
     return out; })"""
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("cases")
-
-
-@pytest.fixture(scope="module")
-def server(data_dir):
-    old = os.environ.get(casestore.DATA_DIR_ENV)
-    os.environ[casestore.DATA_DIR_ENV] = str(data_dir)
-    try:
-        with browserkit.running_app() as url:
-            yield url
-    except browserkit.AppDidNotStart as err:
-        pytest.fail(str(err))
-    finally:
-        if old is None:
-            os.environ.pop(casestore.DATA_DIR_ENV, None)
-        else:
-            os.environ[casestore.DATA_DIR_ENV] = old
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(browserkit.CHROMIUM):
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("chromium is not installed")
-        pytest.skip(f"{browserkit.CHROMIUM} is not installed")
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=browserkit.CHROMIUM, args=browserkit.ARGS)
-        yield b
-        b.close()
-
-
-def _settle(pg, ready: str) -> None:
-    pg.locator(ready).first.wait_for()
-    browserkit.wait_idle(pg, WAIT)
+def _open(context, url: str, ready: str):
+    pg = browserkit.open_page(context, url, ready)
     pg.wait_for_timeout(800)  # plotly and the tables settle into the page's width
     browserkit.wait_idle(pg, WAIT)
-
-
-def _open(context, url: str, ready: str):
-    pg = context.new_page()
-    pg.set_default_timeout(WAIT)
-    pg.goto(url)
-    _settle(pg, ready)
     return pg
 
 
@@ -124,7 +73,7 @@ def _drawn(pg) -> list[tuple[str, float, float, float]]:
         tables.nth(i).scroll_into_view_if_needed()
         pg.wait_for_timeout(150)
     for _ in range(4):
-        pg.evaluate(SCROLL)
+        pg.evaluate(browserkit.SCROLL_TABLES)
         pg.wait_for_timeout(150)
     return [tuple(d) for d in pg.evaluate("window.__drawn")]
 
@@ -161,7 +110,7 @@ def test_nothing_a_reader_looks_at_is_cut_or_covered(browser, server, viewport):
     phone = viewport == "phone"
     width, height = VIEWPORTS[viewport]
     context = browser.new_context(viewport={"width": width, "height": height})
-    context.add_init_script(HOOK)
+    context.add_init_script(browserkit.DRAWN_HOOK)
     problems = {}
     try:
         pg = _open(context, f"{server}/?scenario=03_overflow", '[data-testid="stDataFrame"]')
@@ -179,7 +128,10 @@ def test_nothing_a_reader_looks_at_is_cut_or_covered(browser, server, viewport):
         browserkit.wait_idle(pg, WAIT)
         pg.get_by_label("A phrase or number from the right answer").fill("refund")
         pg.get_by_label("A phrase or number from the right answer").press("Enter")
-        _settle(pg, '[data-testid="stDataFrame"]')
+        pg.locator('[data-testid="stDataFrame"]').first.wait_for()
+        browserkit.wait_idle(pg, WAIT)
+        pg.wait_for_timeout(800)  # plotly and the tables settle into the page's width
+        browserkit.wait_idle(pg, WAIT)
         problems["diagnose"] = _problems(pg, f"diagnose-{viewport}", phone=phone)
         pg.close()
 

@@ -4,7 +4,6 @@ and the run on the page after a refresh, with its diagnosis."""
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 
@@ -14,7 +13,7 @@ import pytest
 import live_pipeline as lp
 
 pytestmark = pytest.mark.browser
-WAIT = 60_000
+WAIT = browserkit.WAIT
 
 
 def _free_port() -> int:
@@ -28,23 +27,16 @@ def app_with_endpoint(tmp_path, monkeypatch):
     port = _free_port()
     monkeypatch.setenv("CTXCORE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("CTXCORE_OTLP_PORT", str(port))
-    try:
-        with browserkit.running_app() as url:
-            yield url, port
-    except browserkit.AppDidNotStart as err:
-        pytest.fail(str(err))
+    with browserkit.app_or_fail() as url:
+        yield url, port
 
 
-def test_a_run_sent_live_appears_on_the_live_page_with_its_diagnosis(app_with_endpoint):
-    if not os.path.exists(browserkit.CHROMIUM):
-        pytest.skip(f"{browserkit.CHROMIUM} is not installed")
-    from playwright.sync_api import expect, sync_playwright
+def test_a_run_sent_live_appears_on_the_live_page_with_its_diagnosis(browser, app_with_endpoint):
+    from playwright.sync_api import expect
 
     url, port = app_with_endpoint
-    expect.set_options(timeout=WAIT)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=browserkit.CHROMIUM, args=browserkit.ARGS)
-        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
         pg.goto(url, timeout=WAIT)          # the entry point runs once (out of pages-directory mode)
         pg.get_by_text("Live runs").first.wait_for(timeout=WAIT)
         pg.get_by_role("link", name="Live runs").click()
@@ -58,4 +50,5 @@ def test_a_run_sent_live_appears_on_the_live_page_with_its_diagnosis(app_with_en
         shown = browserkit.metrics(pg)
         assert (shown["Verdict"], shown["Documents"], shown["Passages sent"]) == ("not_sent", "3", "2")
         expect(pg.get_by_text(f"Answer: {lp.ANSWER}")).to_be_visible()
-        browser.close()
+    finally:
+        pg.close()

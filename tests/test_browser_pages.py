@@ -7,7 +7,6 @@ The server runs with its own CTXCORE_DATA_DIR (a temporary folder), so saving ch
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import browserkit
@@ -15,74 +14,28 @@ import pytest
 
 import ctxcore
 import ctxui
-from ctxui import casestore
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLES = sorted((ROOT / "sample_data").glob("*.json"), key=lambda p: p.name)
-WAIT = 60_000
-HOOK = """(() => { window.__drawn = []; const f = CanvasRenderingContext2D.prototype.fillText;
-  CanvasRenderingContext2D.prototype.fillText = function (t, x, y, ...rest) {
-    try { window.__drawn.push([String(t), this.measureText(String(t)).width]); } catch (e) {}
-    return f.call(this, t, x, y, ...rest); }; })()"""
-SCROLL = """() => { for (const s of document.querySelectorAll('.dvn-scroller')) { s.scrollTop += 300; } }"""
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    old = os.environ.get(casestore.DATA_DIR_ENV)
-    os.environ[casestore.DATA_DIR_ENV] = str(tmp_path_factory.mktemp("cases"))
-    try:
-        with browserkit.running_app() as url:
-            yield url
-    except browserkit.AppDidNotStart as err:
-        pytest.fail(str(err))
-    finally:
-        if old is None:
-            os.environ.pop(casestore.DATA_DIR_ENV, None)
-        else:
-            os.environ[casestore.DATA_DIR_ENV] = old
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(browserkit.CHROMIUM):
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("chromium is not installed")
-        pytest.skip(f"{browserkit.CHROMIUM} is not installed")
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT)  # every expect waits as long as a page action (a busy machine's rerun)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=browserkit.CHROMIUM, args=browserkit.ARGS)
-        yield b
-        b.close()
+WAIT = browserkit.WAIT
 
 
 def _context(browser):
     context = browser.new_context(viewport={"width": 1440, "height": 1400})
-    context.add_init_script(HOOK)
+    context.add_init_script(browserkit.DRAWN_HOOK)
     return context
-
-
-def _open(context, url: str, ready: str = '[data-testid="stMetric"]'):
-    pg = context.new_page()
-    pg.set_default_timeout(WAIT)
-    pg.goto(url)
-    pg.locator(ready).first.wait_for()
-    browserkit.wait_idle(pg, WAIT)
-    return pg
 
 
 def _drawn(pg) -> list[tuple[str, float]]:
     """Every string the page's canvases drew, after scrolling each table through all its rows."""
     pg.wait_for_timeout(600)
     for _ in range(6):
-        pg.evaluate(SCROLL)
+        pg.evaluate(browserkit.SCROLL_TABLES)
         pg.wait_for_timeout(150)
-    return [tuple(d) for d in pg.evaluate("window.__drawn")]
+    return [(d[0], d[1]) for d in pg.evaluate("window.__drawn")]
 
 
 def _reasons_whole(drawn, reasons) -> list[str]:
@@ -119,7 +72,7 @@ def test_a_permalink_opens_the_uploaded_case_in_a_new_browser_context(browser, s
 
     first = _context(browser)
     try:
-        pg = _open(first, server + "/")
+        pg = browserkit.open_page(first, server + "/")
         pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
             files=[{"name": "seed.json", "mimeType": "application/json",
                     "buffer": (FIXTURES / "seed.json").read_bytes()}])
@@ -140,7 +93,7 @@ def test_a_permalink_opens_the_uploaded_case_in_a_new_browser_context(browser, s
 
     second = _context(browser)  # another person: no cookies, no session, only the link
     try:
-        pg = _open(second, permalink)
+        pg = browserkit.open_page(second, permalink)
         expect(pg.locator('[data-testid="stCaptionContainer"]', has_text="seed.json · 7 candidates")).to_be_visible()
         expect(pg.get_by_text("Seed refund case", exact=False).first).to_be_visible()
         browserkit.wait_idle(pg, WAIT)
@@ -160,7 +113,7 @@ PAGES = [("", '[data-testid="stMetric"]'), ("compare", '[data-testid="stMetric"]
 def test_no_table_cell_shows_none_on_any_page(browser, server, path, ready):
     context = _context(browser)
     try:
-        pg = _open(context, f"{server}/{path}", ready)
+        pg = browserkit.open_page(context, f"{server}/{path}", ready)
         if path in ("", "compare"):  # pages with a table from the start (the landing run draws it second)
             pg.locator('[data-testid="stDataFrame"]').first.wait_for()
             browserkit.wait_idle(pg, WAIT)
@@ -184,7 +137,7 @@ def test_no_table_cell_shows_none_on_diagnose_for_a_logged_trace(browser, server
 
     context = _context(browser)
     try:
-        pg = _open(context, f"{server}/diagnose", "h1")
+        pg = browserkit.open_page(context, f"{server}/diagnose", "h1")
         pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
             files=[{"name": fixture, "mimeType": "application/json",
                     "buffer": (FIXTURES / "diagnose" / fixture).read_bytes()}])
@@ -209,7 +162,7 @@ def test_no_table_cell_shows_none_on_replay_for_the_sample_log(browser, server):
 
     context = _context(browser)
     try:
-        pg = _open(context, f"{server}/replay?budget=120", "h1")
+        pg = browserkit.open_page(context, f"{server}/replay?budget=120", "h1")
         pg.get_by_role("button", name="Replay").click()
         expect(pg.get_by_role("heading", name="Likely regressions")).to_be_visible()
         browserkit.wait_idle(pg, WAIT)
@@ -241,7 +194,7 @@ def test_every_reason_is_drawn_whole_and_no_cell_is_none(browser, server):
             loaded = ctxcore.load(path)
             settings = ctxui.settings.opening_config(loaded) if sample is None else loaded.settings().to_dict()
             trace = loaded.build(ctxcore.Config.from_dict({**ctxcore.Config().to_dict(), **settings}))
-            pg = _open(context, f"{server}/" + ("" if sample is None else f"?scenario={sample.stem}"))
+            pg = browserkit.open_page(context, f"{server}/" + ("" if sample is None else f"?scenario={sample.stem}"))
             expect(pg.locator('[data-testid="stCaptionContainer"]', has_text=f"{path.name} · ")).to_be_visible()
             browserkit.wait_idle(pg, WAIT)
             pg.locator('[data-testid="stDataFrame"]').first.wait_for()  # (the landing run draws it second)

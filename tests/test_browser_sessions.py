@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from test_browser import WAIT, browser, caption, server, upload, wait_metrics  # noqa: F401 (fixtures)
+from test_browser import WAIT, caption, upload, wait_metrics
 
 pytestmark = pytest.mark.browser
 
