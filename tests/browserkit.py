@@ -102,7 +102,7 @@ def wait_idle(pg, timeout: int) -> None:
     The status widget says "Running" only some time into a run; until the run is over, the elements it has
     not redrawn yet are still there, marked data-stale. Call it after a sign that the run has started. On a
     session's first visit the Debugger's first run ends after the headline with a "Drawing the prompt map…"
-    caption, and the full run starts a frame or two later (``ctxui.summary.paint_headline_first``): between
+    caption, and the full run starts a frame or two later (``ctxui.firstpaint``): between
     the two the page looks idle, so the caption's presence counts as a run in progress."""
     pg.wait_for_function(
         """() => (!document.querySelector('[data-testid="stStatusWidget"]')

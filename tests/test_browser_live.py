@@ -47,8 +47,10 @@ def test_a_run_sent_live_appears_on_the_live_page_with_its_diagnosis(browser, ap
         pg.get_by_role("button", name="Refresh", exact=True).click()
         expect(pg.get_by_text(f"Query: {lp.QUERY}")).to_be_visible()
         browserkit.wait_idle(pg, WAIT)
+        # an element kind the page has not drawn before waits for its script: idle is not yet drawn
+        expect(pg.locator('[data-testid="stMetric"]', has_text="Passages sent")).to_be_visible()
         shown = browserkit.metrics(pg)
-        assert (shown["Verdict"], shown["Documents"], shown["Passages sent"]) == ("not_sent", "3", "2")
+        assert [shown.get(k) for k in ("Verdict", "Documents", "Passages sent")] == ["not_sent", "3", "2"], (shown, pg.url)
         expect(pg.get_by_text(f"Answer: {lp.ANSWER}")).to_be_visible()
     finally:
         pg.close()
