@@ -92,13 +92,15 @@ EVERY = {"encoding": "o200k_base", "model": "gpt-4o", "window": 16384, "max_outp
          "order": "rank", "label_overhead": 3, "compress": True, "max_chunk_tokens": 120, "max_passages": 3}
 
 
-def every_setting(cands, reps):
+def every_setting(cands, reps, only=None):
     """Warm rebuilds for a change of each setting (a new encoding counts every text: its counts are
-    not cached yet), and of the MMR weight with MMR selection on."""
+    not cached yet), and of the MMR weight with MMR selection on; ``only``: just these settings."""
     out = {}
     for name, value in EVERY.items():
-        out[name] = warm(cands, reps, Config(**{name: value}))
-    out["mmr_lambda"] = warm(cands, reps, Config(select="mmr", mmr_lambda=0.3), base=Config(select="mmr"))
+        if not only or name in only:
+            out[name] = warm(cands, reps, Config(**{name: value}))
+    if not only or "mmr_lambda" in only:
+        out["mmr_lambda"] = warm(cands, reps, Config(select="mmr", mmr_lambda=0.3), base=Config(select="mmr"))
     return out
 
 
@@ -247,6 +249,7 @@ def main(argv=None):
     ap.add_argument("--near-reps", type=int, default=3)
     ap.add_argument("--dedup-low", type=float, default=0.1, help="also compare near-dedup at this threshold")
     ap.add_argument("--every-setting", action="store_true", help="warm rebuilds for every setting, at the largest size")
+    ap.add_argument("--only", nargs="+", help="with --every-setting: just these settings (e.g. similarity)")
     ap.add_argument("--corpora", nargs="+", choices=corpora.CORPORA,
                     help="build bench/corpora.py's corpora at --sizes (and only those)")
     ap.add_argument("--cli", type=int, nargs="*", default=[],
@@ -285,7 +288,7 @@ def main(argv=None):
     if args.every_setting:
         n = max(args.sizes)
         f = result["sizes"][n]["floor"]["median"]
-        every = every_setting(synth.candidates(n), args.near_reps)
+        every = every_setting(synth.candidates(n), args.near_reps, args.only)
         result["every_setting"] = {"n": n, "changes": {k: {"to": EVERY.get(k, 0.3), **v} for k, v in every.items()}}
         print(f"{n:,} candidates, one setting changed   median       min       max   x floor", flush=True)
         for name, v in every.items():

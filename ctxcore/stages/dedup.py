@@ -12,7 +12,7 @@ import math
 import sys
 from typing import Optional, Sequence
 
-from . import wordsets  # numpy is imported only when its paths run (wordsets._Numpy)
+from . import bitsweep, wordsets  # numpy is imported only when their paths run (wordsets._Numpy, bitsweep._np)
 from ..memo import Memo, rebuilds_expected
 from ..records import Decision, TraceWarning
 from .similarity import (Match, cosine_duplicates, digest, first_survivor, jaccard, near_duplicates,
@@ -62,9 +62,16 @@ def join_texts(texts: Sequence[str], similarity: str, threshold: float, sets=Non
     pairs is None: the sets are for a sweep.
     """
     n = len(texts)
+    if isinstance(sets, bitsweep.ShingleBits) and threshold < bitsweep.FROM:
+        sets = None  # remembered for a higher threshold: here the bit filter would prune little
     if sets is None and similarity in _MEASURES and (
             n >= _VECTORISED_FROM or (n >= _VECTORISED_LOADED and "numpy" in sys.modules)):
-        sets = (wordsets.word_sets if similarity == "words" else wordsets.shingle_sets)(texts)  # None: too varied
+        if similarity == "shingles" and threshold >= bitsweep.FROM:
+            sets = bitsweep.shingle_bits(texts)  # no shingle is rare: the join would meet nearly every pair
+        if sets is None:
+            sets = (wordsets.word_sets if similarity == "words" else wordsets.shingle_sets)(texts)  # None: too varied
+    if isinstance(sets, bitsweep.ShingleBits):
+        return None, sets, threshold
     if sets is not None:
         cost = wordsets.join_size(sets, threshold)
         if cost > _DENSE_FROM and wordsets.dense_cost(sets, threshold) < cost:
@@ -98,6 +105,8 @@ def _sweep(sets, threshold: float, rows: Optional[list[int]] = None) -> list[Mat
     """Near-dedup of all the sets, or of those in ``rows``, from the survivors forward: on bit rows
     (:func:`ctxcore.stages.wordsets.dense_sweep`) where that costs less than the join would, else
     :func:`ctxcore.stages.wordsets.sweep`."""
+    if isinstance(sets, bitsweep.ShingleBits):
+        return bitsweep.sweep(sets if rows is None else sets.subset(rows), threshold)
     sets = sets if rows is None else wordsets.subset(sets, rows)
     if wordsets.dense_cost(sets, threshold) < wordsets.join_size(sets, threshold):
         return wordsets.dense_sweep(sets, threshold)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional, Sequence
 
+from .bitsweep import shingle_keys
 from .similarity import Match, first_survivor
 
 
@@ -122,35 +123,16 @@ def word_sets(texts: Sequence[str]) -> WordSets:
 
 
 def shingle_sets(texts: Sequence[str], k: int = 5) -> Optional[WordSets]:
-    """The character k-gram sets of ``texts``, as :func:`ctxcore.stages.similarity.shingles` makes them (lower-cased,
-    whitespace runs as one space; a text shorter than k is its own one shingle), or None when the texts
-    hold so many distinct characters that k of them do not fit in 63 bits (then the caller makes them
-    in Python).
-
-    A character becomes its place among the characters present (1, 2, ...), and a shingle the k-digit
-    number those make, with 0 after the end of a short text: no hashing, so no two shingles are taken
-    for one.
+    """The character k-gram sets of ``texts``, as :func:`ctxcore.stages.similarity.shingles` makes them, numbered
+    exactly (:func:`ctxcore.stages.bitsweep.shingle_keys`), or None when the texts hold so many distinct
+    characters that k of them do not fit in 63 bits (then the caller makes them in Python).
 
     >>> ss = shingle_sets(["Refund  days", "refund days!", "abc", ""])
     >>> ss.sizes.tolist(), ss.vocabulary
     ([7, 8, 1, 0], 9)
     """
-    norms = [" ".join(t.lower().split()) for t in texts]
-    lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
-    chars = np.frombuffer("".join(norms).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    present = np.bincount(chars, minlength=0x110000) > 0
-    base = int(present.sum()) + 1
-    if base ** k >= 1 << 63:
-        return None
-    digits = np.concatenate([np.cumsum(present)[chars], np.zeros(k, dtype=np.int64)])
-    grams = np.where(lengths >= k, lengths - k + 1, np.minimum(lengths, 1))
-    text = np.repeat(np.arange(len(texts), dtype=np.int64), grams)
-    first = np.repeat(np.cumsum(lengths) - lengths - np.cumsum(grams) + grams, grams) + np.arange(int(grams.sum()))
-    within = np.minimum(lengths, k)[text]  # characters of each shingle; the rest are 0
-    key = np.zeros(len(first), dtype=np.int64)
-    for d in range(k):
-        key = key * base + np.where(d < within, digits[first + d], 0)
-    return _sets(key, text, len(texts))
+    made = shingle_keys(texts, k)
+    return None if made is None else _sets(made[0], made[1], len(texts))
 
 
 def _sets(key: np.ndarray, text: np.ndarray, n: int) -> WordSets:

@@ -1,0 +1,267 @@
+"""Near-dedup of many texts by character shingles, on hashed bit rows.
+
+The word join (:mod:`ctxcore.stages.wordsets`) meets candidate pairs through their rarest elements. Five-character
+shingles have no rare ones: nearly every shingle of a text is held by a hundred others, so at 0.8 the join's
+prefix filter let 62M candidate pairs through on 10k texts (5 s). Here each text's shingles are also hashed
+into a row of bits. Two sets of sizes a and b with Jaccard >= t differ in at most (a + b)(1 - t)/(1 + t)
+elements, and a bit set in one row and not in the other stands for at least one element in one set only,
+so a pair whose rows differ in more bits cannot match: the filter never drops a match (collisions only let
+more through). The pairs that pass are counted exactly on the shingle ids, with the definition's arithmetic
+(``shared / (a + b - shared)``). The sweep is :func:`ctxcore.stages.wordsets.dense_sweep`'s: each block of
+rows against the survivors before it (kept in size order, so the length filter is one slice), then the
+rest of the block among themselves in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from .similarity import Match
+
+FROM = 0.8  # thresholds from which the sweep is used: there two matching rows differ in at most a ninth of
+            # their shingles, and the filter rules out nearly every other pair (measured on bench/synth.py's
+            # set and both corpora of bench/corpora.py); below, wordsets' join or sweeps answer
+_BLOCK = 1024        # rows a sweep step settles at once: against the survivors before, then among themselves
+_SUB = 64            # ... compared with the earlier survivors together, of similar size
+_CELLS = 1 << 21     # (row, survivor, uint64 word) cells a comparison step holds at most
+_MIX = 0x9E3779B97F4A7C15  # multiplicative hashing of a shingle id to its bit
+_HEAD = 2            # a pair is first compared on this share of its words (1/_HEAD)
+
+
+def _np():
+    import numpy  # third-party and heavy: loaded when many texts are compared
+
+    return numpy
+
+
+def shingle_keys(texts: Sequence[str], k: int = 5):
+    """(id of every shingle, the text holding it, one more than the largest id), in text order with repeats,
+    as :func:`ctxcore.stages.similarity.shingles` makes the sets (lower-cased, whitespace runs as one space;
+    a text shorter than k is its own one shingle); None when the texts hold so many distinct characters
+    that k of them do not fit in 63 bits.
+
+    A character becomes its place among the characters present (1, 2, ...), and a shingle the k-digit
+    number those make, with 0 after the end of a short text: no hashing, so no two shingles are one id.
+
+    >>> key, text, span = shingle_keys(["abcdef", "ab"], 5)
+    >>> key.tolist(), text.tolist(), span
+    ([3267, 6068, 3087], [0, 0, 1], 16807)
+    """
+    np = _np()
+    norms = [" ".join(t.lower().split()) for t in texts]
+    lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
+    chars = np.frombuffer("".join(norms).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    present = np.bincount(chars, minlength=0x110000) > 0
+    base = int(present.sum()) + 1
+    if base ** k >= 1 << 63:
+        return None
+    digits = np.concatenate([np.cumsum(present)[chars], np.zeros(k, dtype=np.int64)])
+    # the k characters from every place of the whole stream at once; a shingle of a text at least k long
+    # lies inside its text, and a shorter text's one shingle is made below with 0 after its end
+    window = digits[:len(chars)].copy()
+    for d in range(1, k):
+        window *= base
+        window += digits[d:len(chars) + d]
+    grams = np.where(lengths >= k, lengths - k + 1, np.minimum(lengths, 1))
+    text = np.repeat(np.arange(len(texts), dtype=np.int64), grams)
+    # every place starts a shingle, save the last k - 1 of a text (a short text: all but its first)
+    starts, tail = np.cumsum(lengths) - lengths, np.maximum(np.minimum(lengths, k) - 1, 0)
+    where = np.ones(len(chars), dtype=bool)
+    where[np.repeat(starts + lengths - tail, tail) + np.arange(int(tail.sum())) -
+          np.repeat(np.cumsum(tail) - tail, tail)] = False
+    key = window[where]
+    ends = np.cumsum(grams)
+    for t in np.flatnonzero((lengths < k) & (lengths > 0)).tolist():
+        start, size = int(starts[t]), int(lengths[t])
+        key[int(ends[t]) - 1] = sum(int(digits[start + d]) * base ** (k - 1 - d) for d in range(size))
+    return key, text, base ** k
+
+
+@dataclass(frozen=True)
+class ShingleBits:
+    """Each text's distinct shingle ids, row i in ``keys[starts[i]:starts[i + 1]]`` (ascending), and its
+    shingles hashed into ``bits`` (rows x uint64 words)."""
+
+    starts: object  # int64, rows + 1
+    keys: object    # int64
+    sizes: object   # int64, distinct shingles per row
+    bits: object    # uint64, (rows, words)
+    span: int       # every id is below it
+
+    def subset(self, rows) -> "ShingleBits":
+        """The rows ``rows`` (ascending) alone."""
+        np = _np()
+        rows = np.asarray(rows, dtype=np.int64)
+        sizes = self.sizes[rows]
+        starts = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=starts[1:])
+        at = np.repeat(self.starts[rows] - starts[:-1], sizes) + np.arange(int(starts[-1]))
+        return ShingleBits(starts, self.keys[at], sizes, self.bits[rows], self.span)
+
+
+def _sort_rows(packed, text, chunk: int = 20_000) -> None:
+    """Sort ``packed`` in place, where its values ascend by ``text`` already: a run of whole texts of about
+    ``chunk`` values at a time, which stays in cache (twice as fast as one sort of millions)."""
+    np = _np()
+    bounds = np.searchsorted(text, text[::chunk][1:], side="left").tolist() if len(text) else []
+    for lo, hi in zip([0] + bounds, bounds + [len(packed)]):
+        packed[lo:hi].sort()
+
+
+def shingle_bits(texts: Sequence[str], k: int = 5) -> Optional[ShingleBits]:
+    """The shingle sets of ``texts`` with their bit rows; None where :func:`shingle_keys` gives none, or
+    the ids and text numbers together pass 63 bits.
+
+    >>> sb = shingle_bits(["Refund  days", "refund days!", "abc", ""])
+    >>> sb.sizes.tolist(), sb.bits.shape
+    ([7, 8, 1, 0], (4, 1))
+    """
+    np = _np()
+    made = shingle_keys(texts, k)
+    n = len(texts)
+    if made is None:
+        return None
+    key, text, span = made
+    shift = span.bit_length()  # (text, id) packed with shifts and masks: several times cheaper than divmod
+    if max(n, 1) << shift >= 1 << 63:
+        return None
+    packed = text << shift
+    packed |= key
+    _sort_rows(packed, text)
+    packed = packed[np.concatenate([[True], packed[1:] != packed[:-1]])] if len(packed) else packed
+    row, key = packed >> shift, packed & ((1 << shift) - 1)
+    sizes = np.bincount(row, minlength=n).astype(np.int64)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    # about two bits per shingle of a middling row: a row half full tells sets apart
+    median = int(np.median(sizes)) if n else 0
+    width = min(4096, max(64, 1 << (2 * median - 1).bit_length()))
+    hashed = key.view(np.uint64) * np.uint64(_MIX)
+    hashed >>= np.uint64(64 - (width.bit_length() - 1))
+    row *= width
+    row += hashed.view(np.int64)
+    flat = np.zeros(n * width, dtype=bool)
+    flat[row] = True
+    bits = np.packbits(flat.reshape(n, width), axis=1, bitorder="little").view(np.uint64)
+    return ShingleBits(starts, key, sizes, bits, span)
+
+
+def _popcount(x):
+    np = _np()
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x)
+    return np.unpackbits(x.view(np.uint8).reshape(x.shape + (8,)), axis=-1).sum(axis=-1, dtype=np.uint8)
+
+
+def _differ(a, b):
+    """Bits set in one row only, for every row of ``a`` with every row of ``b`` (bit columns: words x rows)."""
+    out = _popcount(a[0][:, None] ^ b[0][None, :]).astype(_np().uint16)
+    for w in range(1, len(a)):
+        out += _popcount(a[w][:, None] ^ b[w][None, :])
+    return out
+
+
+def _maybe(a_bits, b_bits, a, b, threshold: float):
+    """(row, column) of the pairs the bit and size filters let through: those that may reach ``threshold``.
+    The first half of the words is compared for every pair (the bits set in one row only there already
+    rule out most pairs: they are a lower bound of the whole count), the rest for the pairs left."""
+    np = _np()
+    slack = 1 - 1e-9  # prune only what is clearly impossible, so float rounding never loses a match
+    room = (1 - threshold) / (1 + threshold) / slack
+    head = max(1, len(a_bits) // _HEAD)
+    a_room, b_room = a * room, b * room
+    part = _differ(a_bits[:head], b_bits[:head])
+    r, c = np.nonzero(part <= a_room[:, None] + b_room[None, :])
+    x, y = a[r], b[c]
+    keep = (y >= threshold * x * slack) & (y <= x / threshold / slack)
+    r, c = r[keep], c[keep]
+    if head < len(a_bits) and len(r):
+        rest = _popcount(a_bits[head:, r] ^ b_bits[head:, c]).sum(axis=0, dtype=np.int64)
+        keep = part[r, c] + rest <= a_room[r] + b_room[c]
+        r, c = r[keep], c[keep]
+    return r, c
+
+
+def _similarity(sb: ShingleBits, i, j):
+    """Jaccard of rows i[p] and j[p], for every p: shared ids counted exactly."""
+    np = _np()
+    step = max(1, ((1 << 62) // sb.span) // 2)  # pair number times span stays in 63 bits
+    shared = np.zeros(len(i), dtype=np.int64)
+    for p0 in range(0, len(i), step):
+        both = np.concatenate([i[p0:p0 + step], j[p0:p0 + step]])
+        count = sb.sizes[both]
+        pair = np.repeat(np.tile(np.arange(len(both) // 2, dtype=np.int64), 2), count)
+        at = np.repeat(sb.starts[both] - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+        keys = np.sort(pair * sb.span + sb.keys[at])
+        twice = keys[1:][keys[1:] == keys[:-1]]  # a row holds an id once, so a repeat is a shared one
+        shared[p0:p0 + step] = np.bincount(twice // sb.span, minlength=len(both) // 2)
+    return shared / (sb.sizes[i] + sb.sizes[j] - shared)
+
+
+def sweep(sb: ShingleBits, threshold: float) -> list[Match]:
+    """Each row's first earlier survivor with Jaccard >= threshold, or None: near-dedup as
+    :func:`ctxcore.stages.similarity.near_duplicates_naive` defines it.
+
+    >>> sweep(shingle_bits(["refund in five days", "Refund in  five days!", "ship it", "ship it"]), 0.8)
+    [None, (0, 0.9375), None, (2, 1.0)]
+    """
+    np = _np()
+    sizes = sb.sizes
+    n = len(sizes)
+    out: list[Match] = [None] * n
+    bits = np.ascontiguousarray(sb.bits.T)  # (words, rows)
+    slack = 1 - 1e-9
+    kept_rows = np.zeros(0, dtype=np.int64)  # the survivors so far (rows with shingles), in size order
+    kept_sizes = np.zeros(0, dtype=np.int64)
+    kept_bits = bits[:, :0]
+    for start in range(0, n, _BLOCK):
+        rows = start + np.flatnonzero(sizes[start:start + _BLOCK] > 0)  # an empty row matches nothing
+        if not len(rows):
+            continue
+        first = np.full(len(rows), n, dtype=np.int64)  # the earliest survivor matched (n: none)
+        first_sim = np.zeros(len(rows))
+        by_size = np.argsort(sizes[rows], kind="stable")
+        for sub in range(0, len(rows), _SUB) if len(kept_rows) else ():
+            at = by_size[sub:sub + _SUB]
+            size = sizes[rows[at]]
+            lo = int(np.searchsorted(kept_sizes, threshold * size[0] * slack, side="left"))
+            hi = int(np.searchsorted(kept_sizes, size[-1] / threshold / slack, side="right"))
+            step = max(1, _CELLS // (len(at) * bits.shape[0]))
+            mine = bits[:, rows[at]]
+            for c0 in range(lo, hi, step):
+                c1 = min(hi, c0 + step)
+                r, c = _maybe(mine, kept_bits[:, c0:c1], size, kept_sizes[c0:c1], threshold)
+                if not len(r):
+                    continue
+                who = kept_rows[c0 + c]
+                sim = _similarity(sb, rows[at[r]], who)
+                for x, y, z in zip(at[r].tolist(), who.tolist(), sim.tolist()):
+                    if z >= threshold and y < first[x]:
+                        first[x], first_sim[x] = y, z
+        for r, f, s in zip(rows[first < n].tolist(), first[first < n].tolist(), first_sim[first < n].tolist()):
+            out[r] = (f, s)
+        # the rows no earlier survivor took, settled among themselves in order
+        group = rows[first == n]
+        if not len(group):
+            continue
+        r, c = _maybe(bits[:, group], bits[:, group], sizes[group], sizes[group], threshold)
+        r, c = r[c < r], c[c < r]
+        sim = _similarity(sb, group[r], group[c])
+        hits: dict[int, list[tuple[int, float]]] = {}
+        for x, y, z in sorted(zip(r.tolist(), c.tolist(), sim.tolist())):
+            if z >= threshold:
+                hits.setdefault(x, []).append((y, z))
+        kept: set[int] = set()
+        for k in range(len(group)):
+            match = next(((q, z) for q, z in hits.get(k, ()) if q in kept), None)
+            if match is None:
+                kept.add(k)
+            else:
+                out[int(group[k])] = (int(group[match[0]]), match[1])
+        new = group[sorted(kept)]
+        kept_rows = np.concatenate([kept_rows, new])
+        order = np.argsort(np.concatenate([kept_sizes, sizes[new]]), kind="stable")
+        kept_rows, kept_bits = kept_rows[order], np.concatenate([kept_bits, bits[:, new]], axis=1)[:, order]
+        kept_sizes = sizes[kept_rows]
+    return out

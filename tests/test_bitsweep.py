@@ -1,0 +1,88 @@
+"""Near-dedup by shingles on hashed bit rows (ctxcore.stages.bitsweep) gives what the definition gives:
+the sets of dedup.shingles, and each text's first earlier survivor at or above the threshold."""
+
+import os
+import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import ROOT
+from ctxcore import Config, build
+from ctxcore.memo import one_shot
+from ctxcore.pipeline import clear_caches
+from ctxcore.stages import bitsweep, dedup, wordsets
+from ctxcore.stages.dedup import join_texts, near_duplicates_naive, near_matches, shingles
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import corpora  # noqa: E402
+import synth  # noqa: E402
+
+SPACES = [" ", "  ", "\t", "\n", "\xa0", "\u2028", "\x85"]
+# short pieces over few characters, so that texts share shingles, meet the k-character edge, and repeat
+piece = st.sampled_from(["ab", "abc", "abcd", "abcde", "AbCdE", "bcdea", "x", "refund", "days", "İ", "ß", "\ud800",
+                         "退款", "\U0001f600"] + SPACES)
+text = st.lists(piece, max_size=12).map("".join)
+
+
+def _definition(texts, threshold):
+    return near_duplicates_naive([shingles(t) for t in texts], threshold)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(text, max_size=40), st.sampled_from([0.3, 0.5, 0.8, 0.9, 1.0]))
+def test_the_bit_sweep_is_the_definition(texts, threshold):
+    sb = bitsweep.shingle_bits(texts)
+    assert sb.sizes.tolist() == [len(shingles(t)) for t in texts]
+    assert bitsweep.sweep(sb, threshold) == _definition(texts, threshold)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(text, min_size=1, max_size=30), st.data())
+def test_the_bit_sweep_of_some_rows_is_the_definition_on_them(texts, data):
+    rows = sorted(data.draw(st.sets(st.integers(0, len(texts) - 1))))
+    got = bitsweep.sweep(bitsweep.shingle_bits(texts).subset(rows), 0.8)
+    assert got == _definition([texts[r] for r in rows], 0.8)
+
+
+def test_short_texts_and_repeats_are_numbered_as_the_definition_numbers_them():
+    texts = ["", "ab", "abcd", "abcde", "  A  b ", "abcde abcde abcde", "ab", "ab ", "Ab"]
+    assert bitsweep.shingle_bits(texts).sizes.tolist() == [len(shingles(t)) for t in texts]
+    assert bitsweep.sweep(bitsweep.shingle_bits(texts), 0.9) == _definition(texts, 0.9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("corpus", ["synth", "prose", "templated"])
+@pytest.mark.parametrize("threshold", [0.8, 0.9])
+def test_the_bit_sweep_on_the_corpora_is_the_definition(corpus, threshold):
+    texts = ([c.text for c in synth.candidates(1500)] if corpus == "synth"
+             else corpora.texts(corpus, 1500 if corpus == "prose" else 500))
+    expected = _definition(texts, threshold)
+    assert bitsweep.sweep(bitsweep.shingle_bits(texts), threshold) == expected
+    assert near_matches(texts, "shingles", threshold) == expected  # the stage's way there
+    assert sum(m is not None for m in expected) > 20
+
+
+def test_the_stage_sweeps_bits_from_its_threshold_and_joins_below():
+    texts = [c.text for c in synth.candidates(600)]
+    assert isinstance(join_texts(texts, "shingles", 0.8)[1], bitsweep.ShingleBits)
+    assert isinstance(join_texts(texts, "shingles", 0.7)[1], wordsets.WordSets)
+    assert not isinstance(join_texts(texts, "words", 0.8)[1], bitsweep.ShingleBits)
+
+
+@pytest.mark.slow
+def test_rebuilds_with_shingles_across_thresholds_give_the_cold_builds_fates():
+    cands = synth.candidates(800)
+    steps = [Config(), Config(similarity="shingles"), Config(similarity="shingles", near_dup=0.9),
+             Config(similarity="shingles", near_dup=0.7), Config(similarity="shingles", near_dup=0.85),
+             Config(similarity="shingles", near_dup=0.85, prefer_newest=False)]
+    clear_caches()
+    warm = [build(cands, "q", c).to_json() for c in steps]
+    cold = []
+    for c in steps:
+        clear_caches()
+        with one_shot():
+            cold.append(build(cands, "q", c).to_json())
+    assert warm == cold
+    clear_caches()
+    assert dedup._JOINS == {} and dedup._SWEPT == {}
