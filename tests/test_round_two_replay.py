@@ -262,7 +262,7 @@ def test_workers_that_cannot_import_ctxcore_are_one_line_saying_the_fix(tmp_path
 
 def test_ctrl_c_stops_cleanly_and_writes_the_partial_report(tmp_path):
     log = tmp_path / "log.jsonl"
-    log.write_text(SAMPLE.read_text(encoding="utf-8") * 20, encoding="utf-8")  # 600 runs: a minute or so
+    log.write_text(SAMPLE.read_text(encoding="utf-8") * 100, encoding="utf-8")  # 3,000 runs: still running at Ctrl-C
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "ctxcore", "replay", str(log), "--budget", "250", "--out",
                              str(out), "--workers", "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -279,11 +279,11 @@ def test_ctrl_c_stops_cleanly_and_writes_the_partial_report(tmp_path):
     assert "Traceback" not in err and "unexpected" not in err, err
     report = json.loads((out / "report.json").read_text())
     done = report["interrupted"]["runs"]
-    assert report["interrupted"] == {"runs": done, "of": 600, "of_exact": True} and 1 <= done < 600
+    assert report["interrupted"] == {"runs": done, "of": 3000, "of_exact": True} and 1 <= done < 3000
     assert report["runs"] + report["unreadable_count"] == done
-    assert err.splitlines()[-1] == f"replay: interrupted after {done} of 600 runs; the partial report is in {out}"
+    assert err.splitlines()[-1] == f"replay: interrupted after {done} of 3,000 runs; the partial report is in {out}"
     md = (out / "report.md").read_text()
-    assert md.splitlines()[2] == f"**Interrupted after {done} of 600 runs** (Ctrl-C): every figure below covers " \
+    assert md.splitlines()[2] == f"**Interrupted after {done} of 3,000 runs** (Ctrl-C): every figure below covers " \
                                  "only the runs done."
     assert stdout[:-1] == md
     assert len((out / "runs.jsonl").read_text().splitlines()) == report["runs"]
