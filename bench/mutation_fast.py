@@ -4,6 +4,7 @@
     python bench/mutation_fast.py --verify 200    # re-check 200 that mutmut decided (half survivors), compare
     python bench/mutation_fast.py NAME ...        # re-check these (after a new test)
     python bench/mutation_fast.py --stats tests/test_guard_sent.py NAME ...   # first map these tests' coverage
+    python bench/mutation_fast.py --stats tests/test_diagnose.py            # only map them (no NAME: no check)
 
 It runs mutmut's own mutants (``mutants/``, made by ``mutmut run``) with mutmut's own map of which tests cover
 which function and how long each took (``mutants/mutmut-stats.json``), and writes each verdict into mutmut's meta
@@ -13,7 +14,9 @@ order and the worker collects them again; a mutant most tests kill is then often
 first failing test. Here the tests are collected once, in a session inside ``mutants/`` with the options and
 test files of ``[tool.mutmut]``; each mutant gets a forked worker that sets ``MUTANT_UNDER_TEST`` and runs the
 covering tests shortest first, stopping at the first failure, under mutmut's time limit (CPU seconds: ten times
-the covering tests' time plus ten; a worker past half of it in wall time is stopped: a timeout). No test runs in
+the covering tests' time plus ten: a timeout, caught); a worker past three times that in wall time is stopped and
+its mutant left unchecked (a starved worker and a sleeping hang look alike; a busy machine must not make a survivor
+look caught). No test runs in
 the parent, so every worker sets its fixtures up afresh under its own mutant.
 
 ``--stats PREFIX ...`` first adds to mutmut's map the functions each test whose id starts with a prefix reaches
@@ -41,6 +44,10 @@ from mutation_score import metas  # bench/ is this script's own folder on sys.pa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILLED, SURVIVED, TIMEOUT = 1, 0, 36
+# A worker is stopped after this many wall seconds per CPU second of its limit. Only the CPU limit (RLIMIT_CPU)
+# says "timeout": at nice 19 on a shared machine a worker may get a twentieth of a core, and a survivor running
+# all its tests slowly must not pass for a caught mutant. A worker stopped by the wall clock is left unchecked.
+WALL_PER_CPU = 3
 
 
 def _covering(stats: dict, name: str) -> list[str]:
@@ -90,6 +97,7 @@ class _Checker:
         if self.map_tests:
             self._map()
         running: dict[int, tuple[str, float, float]] = {}  # pid -> (mutant, start, wall limit)
+        stopped: set[int] = set()  # workers stopped by the wall clock
         queue = list(self.todo)
         while queue or running:
             while queue and len(running) < self.workers:
@@ -102,17 +110,22 @@ class _Checker:
                 pid = os.fork()
                 if pid == 0:
                     self._work(name, items, cpu)
-                running[pid] = (name, time.monotonic(), cpu / 2)
+                running[pid] = (name, time.monotonic(), cpu * WALL_PER_CPU)
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 now = time.monotonic()
                 for p, (name, start, wall) in list(running.items()):
-                    if now - start > wall:
+                    if now - start > wall and p not in stopped:
                         os.kill(p, 9)
-                time.sleep(0.01)
+                        stopped.add(p)
+                time.sleep(0.05)
                 continue
             name, _, _ = running.pop(pid)
             code = os.waitstatus_to_exitcode(status)
+            if pid in stopped:  # out of wall time, not CPU time: a starved worker looks the same as a hang
+                stopped.discard(pid)
+                self.on_verdict(name, None)
+                continue
             self.on_verdict(name, code if code in (KILLED, SURVIVED) else TIMEOUT)
         return True
 
@@ -157,7 +170,7 @@ def main(argv=None) -> int:
             todo += pick.sample(those, min(len(those), args.verify // 2 if verdict == SURVIVED else
                                            args.verify - len(todo)))
     else:
-        todo = args.names or [n for n, c in code_of.items() if c is None]
+        todo = args.names or ([] if args.stats else [n for n, c in code_of.items() if c is None])
     todo.sort(key=lambda n: sum(stats["duration_by_test"].get(t, 0.0) for t in _covering(stats, n)))
     done, differ, started = [0], [], time.monotonic()
 
@@ -175,13 +188,17 @@ def main(argv=None) -> int:
                   flush=True)
 
     def on_map(reached: dict, took: dict) -> None:
-        covered = stats["tests_by_mangled_function_name"]
-        for test, functions in reached.items():
-            for function in functions:
-                covered[function] = sorted(set(covered.get(function, [])) | {test})
-        stats["duration_by_test"].update(took)
-        with open(stats_path, "w") as fh:
-            json.dump(stats, fh, indent=4)
+        with open(stats_path) as fh:  # afresh: another run may have mapped other tests since this one started
+            on_disk = json.load(fh)
+        for record in (stats, on_disk):
+            covered = record["tests_by_mangled_function_name"]
+            for test, functions in reached.items():
+                for function in functions:
+                    covered[function] = sorted(set(covered.get(function, [])) | {test})
+            record["duration_by_test"].update(took)
+        with open(stats_path + ".new", "w") as fh:
+            json.dump(on_disk, fh, indent=4)
+        os.replace(stats_path + ".new", stats_path)
         print(f"mapped {len(reached)} tests to the functions they reach", file=sys.__stdout__, flush=True)
 
     cfg = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["tool"]["mutmut"]

@@ -675,3 +675,36 @@ def test_new_ids_are_twelve_url_safe_characters_and_differ():
     ids = {casestore.new_id() for _ in range(50)}
     assert len(ids) == 50 and all(len(i) == 12 and set(i) <= set(
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") for i in ids)
+
+
+def test_delete_works_on_the_folder_it_is_given_not_the_default(store, tmp_path):
+    other = tmp_path / "other"
+    mine = casestore.save_case(DATA, {"name": "a.json", "settings": {}, "created": 1000}, case_id="same")
+    theirs = casestore.save_case(DATA, {"name": "a.json", "settings": {}, "created": 1000}, other, case_id="same")
+    assert mine == theirs == "same"
+    assert casestore.delete_case("same", other) is True
+    assert casestore.get_case("same", other) is None and casestore.count_inputs(other) == 0
+    assert casestore.get_case("same") == _case("same") and casestore.count_inputs() == 1
+    assert casestore.delete_case("same", other) is False
+
+
+def test_export_and_input_read_the_folder_they_are_given(store, tmp_path):
+    other = tmp_path / "other"
+    casestore.save_case(b"mine", {"name": "m", "settings": {}, "created": 1000}, case_id="same")
+    casestore.save_case(DATA, {"name": "a.json", "settings": {}, "created": 1000, "title": "T"}, other, case_id="same")
+    body = json.loads(casestore.export_case("same", other))
+    assert (body["title"], body["input"]["base64"]) == ("T", base64.b64encode(DATA).decode("ascii"))
+    assert casestore.case_input(casestore.get_case("same", other), other) == DATA
+    with pytest.raises(CaseError) as err:
+        casestore.export_case("only-there", store)
+    assert str(err.value) == "there is no case 'only-there'"
+
+
+def test_a_failed_delete_rolls_back_and_says_why(store):
+    cid = casestore.save_case(DATA, {"name": "a.json", "settings": {}, "created": 1000})
+    with casestore.connection() as conn:
+        conn.execute("CREATE TRIGGER keep BEFORE DELETE ON cases BEGIN SELECT RAISE(ABORT, 'kept'); END")
+    with pytest.raises(sqlite3.IntegrityError, match="^kept$"):
+        casestore.delete_case(cid)
+    assert casestore.get_case(cid) == _case(cid) and casestore.count_inputs() == 1
+    assert casestore.save_case(b"next", {"name": "n", "settings": {}, "created": 1000}) != cid  # the store is free

@@ -142,3 +142,8 @@ def test_closest_for_an_object_with_none_of_the_span_fields():
     assert closest({"x": 1}) == ("not a logged trace: closest format recognised: a ctxcore candidates object, which "
                                  "lacks 'candidates' (nor does it have span fields: span_kind, context, resourceSpans, "
                                  "observations, run_type, info)")
+
+
+def test_report_text_names_every_attribute_convention_comma_separated():
+    assert report_text(_rep(conventions=["openinference", "gen_ai"])).split("\n")[1] == \
+        "format: openinference (attributes: openinference, gen_ai)"
