@@ -1,4 +1,16 @@
-"""The case store's field checks held at their edges (issue #29). Each test names the bug it was checked against."""
+"""The case store held by hand-valued tests (issue #29): its field checks at their edges, and the store itself
+(exact rows back, filters, delete, export/import, schema, WAL retries, the read-only store), which mutmut's map
+otherwise lacks: tests/test_cases.py exercises it but is left out of the mutation run."""
+
+import base64
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import sqlite3
+import time
+from pathlib import Path
 
 import pytest
 
@@ -54,12 +66,6 @@ def test_choice_falls_back_to_its_default_and_names_the_allowed_values():
 # (issue #29: mutmut's map of covering tests held only the field checks above; the store's own functions are
 # covered by tests/test_cases.py, which the mutation run leaves out for its parallel writers and app sessions)
 
-import base64
-import hashlib
-import json
-import math
-import sqlite3
-
 from ctxui.casestore import Case
 
 DATA = b'[{"id": "a", "text": "refunds take five days", "score": 0.9}]'
@@ -103,10 +109,6 @@ def _deny_writes_under(monkeypatch, folder):
         return False if inside and mode & os.W_OK else real(path, mode)
 
     monkeypatch.setattr(casestore.os, "access", access)
-
-
-import os  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 
 def test_writable_asks_the_file_and_its_folder_or_the_nearest_existing_folder(tmp_path, monkeypatch):
@@ -274,7 +276,6 @@ def test_save_defaults_the_name_and_keeps_a_free_id_or_makes_a_new_one(store):
 
 
 def test_save_without_a_time_stamps_now(store):
-    import time
     before = time.time()
     cid = casestore.save_case(DATA, {"name": "a.json", "settings": {}})
     assert before <= casestore.get_case(cid).created <= time.time()
@@ -497,7 +498,6 @@ def test_a_row_that_breaks_the_rules_is_listed_with_its_problem_beside_the_sound
 
 
 def dataclasses_replace(case, **kw):
-    import dataclasses
     return dataclasses.replace(case, **kw)
 
 
@@ -708,3 +708,9 @@ def test_a_failed_delete_rolls_back_and_says_why(store):
         casestore.delete_case(cid)
     assert casestore.get_case(cid) == _case(cid) and casestore.count_inputs() == 1
     assert casestore.save_case(b"next", {"name": "n", "settings": {}, "created": 1000}) != cid  # the store is free
+
+
+def test_a_store_in_a_folder_that_does_not_exist_yet_is_made_with_its_parents(tmp_path):
+    deep = tmp_path / "a" / "b" / "c"
+    cid = casestore.save_case(DATA, {"name": "a.json", "settings": {}, "created": 1000}, deep, case_id="x")
+    assert (deep / "cases.db").exists() and casestore.get_case(cid, deep) == _case("x")

@@ -50,7 +50,7 @@ def _rep(**over):
                     {"run": 2, "id": 7, "retrieval": False, "llm": False, "documents": 0, "start": None}],
            "run": 1, "trace_id": "tr1", "query": "how  long\ndo refunds take", "query_from": "retriever",
            "model": "gpt-x", "prompt_tokens": 0, "llm_span": "llm-1", "reranked": ["b", "a"],
-           "reranker_cut": ["c"], "prompt_head": ["line one", "x" * 120], "prompt_lines": 3, "answer": "five days",
+           "reranker_cut": ["c", "d"], "prompt_head": ["line one", "x" * 120], "prompt_lines": 3, "answer": "five days",
            "documents": [{"id": "a" * 30, "score": 0.123456, "text": "refunds   take five days", "reranker": 0.5},
                          {"id": "b", "score": None, "text": "y" * 90}],
            "not_found": ["model: none"], "unmapped": ["attr x"], "warnings": ["w1"], "policy_lines": ["policy: p"]}
@@ -79,7 +79,7 @@ def test_report_text_every_line_of_a_full_report():
         "  documents (2):",
         "    " + "a" * 24 + " 0.123  refunds take five days  [reranker: 0.5]",
         "    b                               " + "y" * 79 + "…",
-        "  reranker kept, in order: b, a; cut: c",
+        "  reranker kept, in order: b, a; cut: c, d",
         "  policy: p",
         "  not found:",
         "    - model: none",
