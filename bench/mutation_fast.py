@@ -3,6 +3,8 @@
     python bench/mutation_fast.py                 # every mutant mutmut has not checked yet, in mutants/
     python bench/mutation_fast.py --verify 200    # re-check 200 that mutmut decided (half survivors), compare
     python bench/mutation_fast.py NAME ...        # re-check these (after a new test)
+    python bench/mutation_fast.py --stats tests/test_guard_sent.py NAME ...   # first map these tests' coverage
+    python bench/mutation_fast.py --stats tests/test_diagnose.py            # only map them (no NAME: no check)
 
 It runs mutmut's own mutants (``mutants/``, made by ``mutmut run``) with mutmut's own map of which tests cover
 which function and how long each took (``mutants/mutmut-stats.json``), and writes each verdict into mutmut's meta
@@ -12,8 +14,15 @@ order and the worker collects them again; a mutant most tests kill is then often
 first failing test. Here the tests are collected once, in a session inside ``mutants/`` with the options and
 test files of ``[tool.mutmut]``; each mutant gets a forked worker that sets ``MUTANT_UNDER_TEST`` and runs the
 covering tests shortest first, stopping at the first failure, under mutmut's time limit (CPU seconds: ten times
-the covering tests' time plus ten; a worker past half of it in wall time is stopped: a timeout). No test runs in
+the covering tests' time plus ten: a timeout, caught); a worker past three times that in wall time is stopped and
+its mutant left unchecked (a starved worker and a sleeping hang look alike; a busy machine must not make a survivor
+look caught). No test runs in
 the parent, so every worker sets its fixtures up afresh under its own mutant.
+
+``--stats PREFIX ...`` first adds to mutmut's map the functions each test whose id starts with a prefix reaches
+(run once, in a forked worker, with mutmut's own ``stats`` trampolines) and writes the map back. mutmut itself
+only maps tests it has not seen, after collecting every test again (minutes here); and a test added to a file
+it has seen is still new to it, so ``mutmut run`` later maps nothing twice and resets nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +44,10 @@ from mutation_score import metas  # bench/ is this script's own folder on sys.pa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILLED, SURVIVED, TIMEOUT = 1, 0, 36
+# A worker is stopped after this many wall seconds per CPU second of its limit. Only the CPU limit (RLIMIT_CPU)
+# says "timeout": at nice 19 on a shared machine a worker may get a twentieth of a core, and a survivor running
+# all its tests slowly must not pass for a caught mutant. A worker stopped by the wall clock is left unchecked.
+WALL_PER_CPU = 3
 
 
 def _covering(stats: dict, name: str) -> list[str]:
@@ -47,15 +60,44 @@ def _covering(stats: dict, name: str) -> list[str]:
 class _Checker:
     """A pytest plugin: after collection, fork one worker per mutant instead of running the session's tests."""
 
-    def __init__(self, todo: list[str], stats: dict, workers: int, on_verdict):
+    def __init__(self, todo: list[str], stats: dict, workers: int, on_verdict, map_tests=(), on_map=None):
         self.todo, self.stats, self.workers, self.on_verdict = todo, stats, workers, on_verdict
+        self.map_tests, self.on_map = tuple(map_tests), on_map
         self.items: dict[str, pytest.Item] = {}
 
     def pytest_collection_modifyitems(self, items):
         self.items = {item.nodeid: item for item in items}
 
+    def _map(self) -> None:
+        """Run the tests named by ``map_tests`` under mutmut's ``stats`` mode in a forked worker; hand the parent
+        {test: [functions reached]} and {test: seconds}, as mutmut's own stats run records them."""
+        items = [i for n, i in self.items.items() if n.startswith(self.map_tests)]
+        out = os.path.join(os.getcwd(), f".mutation_fast_map_{os.getpid()}.json")
+        pid = os.fork()
+        if pid == 0:
+            from mutmut.state import state
+            os.environ["MUTANT_UNDER_TEST"] = "stats"
+            reached, took = {}, {}
+            for i, item in enumerate(items):
+                state()._stats.clear()
+                start = time.monotonic()
+                runtestprotocol(item, nextitem=items[i + 1] if i + 1 < len(items) else None, log=False)
+                took[item.nodeid] = time.monotonic() - start
+                reached[item.nodeid] = sorted(state()._stats)
+            with open(out, "w") as fh:
+                json.dump({"reached": reached, "took": took}, fh)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        with open(out) as fh:
+            found = json.load(fh)
+        os.remove(out)
+        self.on_map(found["reached"], found["took"])
+
     def pytest_runtestloop(self, session):
+        if self.map_tests:
+            self._map()
         running: dict[int, tuple[str, float, float]] = {}  # pid -> (mutant, start, wall limit)
+        stopped: set[int] = set()  # workers stopped by the wall clock
         queue = list(self.todo)
         while queue or running:
             while queue and len(running) < self.workers:
@@ -68,17 +110,22 @@ class _Checker:
                 pid = os.fork()
                 if pid == 0:
                     self._work(name, items, cpu)
-                running[pid] = (name, time.monotonic(), cpu / 2)
+                running[pid] = (name, time.monotonic(), cpu * WALL_PER_CPU)
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 now = time.monotonic()
                 for p, (name, start, wall) in list(running.items()):
-                    if now - start > wall:
+                    if now - start > wall and p not in stopped:
                         os.kill(p, 9)
-                time.sleep(0.01)
+                        stopped.add(p)
+                time.sleep(0.05)
                 continue
             name, _, _ = running.pop(pid)
             code = os.waitstatus_to_exitcode(status)
+            if pid in stopped:  # out of wall time, not CPU time: a starved worker looks the same as a hang
+                stopped.discard(pid)
+                self.on_verdict(name, None)
+                continue
             self.on_verdict(name, code if code in (KILLED, SURVIVED) else TIMEOUT)
         return True
 
@@ -105,9 +152,12 @@ def main(argv=None) -> int:
     ap.add_argument("--mutants", default=os.path.join(ROOT, "mutants"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--verify", type=int, metavar="N", help="re-check N mutants mutmut decided; write nothing")
+    ap.add_argument("--stats", nargs="+", metavar="PREFIX", default=(),
+                    help="first map the functions these tests reach (test ids starting with a prefix)")
     args = ap.parse_args(argv)
     folder = os.path.abspath(args.mutants)
-    with open(os.path.join(folder, "mutmut-stats.json")) as fh:
+    stats_path = os.path.join(folder, "mutmut-stats.json")
+    with open(stats_path) as fh:
         stats = json.load(fh)
     records = {os.path.join(folder, *path.split("/")) + ".meta": m for path, m in metas(folder).items()}
     meta_of = {name: path for path, m in records.items() for name in m["exit_code_by_key"]}
@@ -120,7 +170,7 @@ def main(argv=None) -> int:
             todo += pick.sample(those, min(len(those), args.verify // 2 if verdict == SURVIVED else
                                            args.verify - len(todo)))
     else:
-        todo = args.names or [n for n, c in code_of.items() if c is None]
+        todo = args.names or ([] if args.stats else [n for n, c in code_of.items() if c is None])
     todo.sort(key=lambda n: sum(stats["duration_by_test"].get(t, 0.0) for t in _covering(stats, n)))
     done, differ, started = [0], [], time.monotonic()
 
@@ -137,13 +187,27 @@ def main(argv=None) -> int:
             print(f"{done[0]}/{len(todo)} checked in {time.monotonic() - started:.0f} s", file=sys.__stdout__,
                   flush=True)
 
+    def on_map(reached: dict, took: dict) -> None:
+        with open(stats_path) as fh:  # afresh: another run may have mapped other tests since this one started
+            on_disk = json.load(fh)
+        for record in (stats, on_disk):
+            covered = record["tests_by_mangled_function_name"]
+            for test, functions in reached.items():
+                for function in functions:
+                    covered[function] = sorted(set(covered.get(function, [])) | {test})
+            record["duration_by_test"].update(took)
+        with open(stats_path + ".new", "w") as fh:
+            json.dump(on_disk, fh, indent=4)
+        os.replace(stats_path + ".new", stats_path)
+        print(f"mapped {len(reached)} tests to the functions they reach", file=sys.__stdout__, flush=True)
+
     cfg = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["tool"]["mutmut"]
     os.environ["MUTANT_UNDER_TEST"] = ""
     os.chdir(folder)
     sys.path.insert(0, folder)  # the mutated ctxcore, as mutmut's own runs import it
     pytest.main(["--rootdir=.", "-q"] + cfg["pytest_add_cli_args"]
                 + cfg["pytest_add_cli_args_test_selection"],
-                plugins=[_Checker(todo, stats, args.workers, on_verdict)])
+                plugins=[_Checker(todo, stats, args.workers, on_verdict, args.stats, on_map)])
     if done[0] != len(todo):
         print(f"only {done[0]} of {len(todo)} mutants were checked: the test session did not start (see above)")
         return 1

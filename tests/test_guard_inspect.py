@@ -37,3 +37,113 @@ def test_prompt_lines_and_error_report():
     assert PROMPT_LINES == 8
     rep = error_report("bad.json: not JSON", "bad.json", "otlp")
     assert rep == {"source": "bad.json", "format": "otlp", "error": "bad.json: not JSON"}
+
+
+# --------------------------------------------------------------------------- report_text, line by line (issue #29)
+
+from ctxcore.io.inspect import report_text  # noqa: E402
+
+
+def _rep(**over):
+    rep = {"source": "t.json", "format": "openinference", "conventions": ["openinference"],
+           "runs": [{"run": 1, "id": "r" * 40, "retrieval": True, "llm": True, "documents": 2, "start": "2026-01-01"},
+                    {"run": 2, "id": 7, "retrieval": False, "llm": False, "documents": 0, "start": None}],
+           "run": 1, "trace_id": "tr1", "query": "how  long\ndo refunds take", "query_from": "retriever",
+           "model": "gpt-x", "prompt_tokens": 0, "llm_span": "llm-1", "reranked": ["b", "a"],
+           "reranker_cut": ["c", "d"], "prompt_head": ["line one", "x" * 120], "prompt_lines": 3, "answer": "five days",
+           "documents": [{"id": "a" * 30, "score": 0.123456, "text": "refunds   take five days", "reranker": 0.5},
+                         {"id": "b", "score": None, "text": "y" * 90}],
+           "not_found": ["model: none"], "unmapped": ["attr x"], "warnings": ["w1"], "policy_lines": ["policy: p"]}
+    rep.update(over)
+    return rep
+
+
+def test_report_text_every_line_of_a_full_report():
+    assert report_text(_rep()).split("\n") == [
+        "file: t.json",
+        "format: openinference (attributes: openinference)",
+        "",
+        "runs (2):",
+        "  #    id                                  retrieval  llm  docs  start",
+        "* 1    " + "r" * 36 + " yes        yes  2     2026-01-01",
+        "  2    7                                    no         no   0     ",
+        "",
+        "run 1 (tr1):",
+        "  query: how long do refunds take   [from retriever]",
+        "  model: gpt-x   prompt tokens: 0   LLM span: llm-1",
+        "  logged prompt (3 lines):",
+        "    | line one",
+        "    | " + "x" * 109 + "…",
+        "    | … 1 more lines",
+        "  answer: five days",
+        "  documents (2):",
+        "    " + "a" * 24 + " 0.123  refunds take five days  [reranker: 0.5]",
+        "    b                               " + "y" * 79 + "…",
+        "  reranker kept, in order: b, a; cut: c, d",
+        "  policy: p",
+        "  not found:",
+        "    - model: none",
+        "  not read:",
+        "    - attr x",
+        "  warnings:",
+        "    - w1",
+    ]
+
+
+def test_report_text_of_a_run_where_nothing_was_found():
+    rep = _rep(conventions=[], run=None, query=None, query_from=None, model=None, prompt_tokens=None, llm_span=None,
+               reranked=[], reranker_cut=["c"], prompt_head=[], prompt_lines=0, answer=None,
+               documents=[{"id": "d", "score": 2.0, "text": "q" * 80, "reranker": 0}], not_found=[], unmapped=[],
+               warnings=[])
+    del rep["policy_lines"]
+    assert report_text(rep).split("\n")[1:2] == ["format: openinference"]
+    assert report_text(rep).split("\n")[5:] == [
+        "  1    " + "r" * 36 + " yes        yes  2     2026-01-01",
+        "  2    7                                    no         no   0     ",
+        "",
+        "run ? (tr1):",
+        "  query: (none)",
+        "  model: (none)   prompt tokens: (none)   LLM span: (none)",
+        "  logged prompt (0 lines):",
+        "    (none)",
+        "  answer: (none)",
+        "  documents (1):",
+        "    d                        2      " + "q" * 80,
+    ]
+
+
+def test_report_text_prompt_all_shown_and_reranked_without_a_cut():
+    rep = _rep(prompt_head=["a", "b"], prompt_lines=2, reranked=["a"], reranker_cut=[], query="q" * 201,
+               answer="z" * 301)
+    lines = report_text(rep).split("\n")
+    assert "    | … 0 more lines" not in lines and lines[lines.index("    | b") + 1] == "  answer: " + "z" * 299 + "…"
+    assert "  reranker kept, in order: a" in lines
+    assert "  query: " + "q" * 199 + "…   [from retriever]" in lines
+    rep = _rep(query="q" * 200, answer="z" * 300)
+    lines = report_text(rep).split("\n")
+    assert "  query: " + "q" * 200 + "   [from retriever]" in lines and "  answer: " + "z" * 300 in lines
+
+
+def test_report_text_of_an_error_and_of_a_plain_candidates_file():
+    assert report_text({"error": "bad: why", "format": None}) == "bad: why"
+    assert report_text({"error": "bad: why", "format": "span-attributes"}) == "bad: why"
+    assert report_text({"error": "bad: why", "format": "langfuse"}) == "bad: why (detected format: langfuse)"
+    assert report_text({"source": "c.json", "format": "json", "logged": False, "documents": 3}) == \
+        "c.json: json input with 3 candidates (not a logged trace)"
+    assert report_text({"source": "c.json", "format": "json"}) == \
+        "c.json: json input with 0 candidates (not a logged trace)"
+    # a logged file whose run list came back empty is still reported as a logged file
+    assert report_text(_rep(runs=[])).split("\n")[:5] == [
+        "file: t.json", "format: openinference (attributes: openinference)", "", "runs (0):",
+        "  #    id                                  retrieval  llm  docs  start"]
+
+
+def test_closest_for_an_object_with_none_of_the_span_fields():
+    assert closest({"x": 1}) == ("not a logged trace: closest format recognised: a ctxcore candidates object, which "
+                                 "lacks 'candidates' (nor does it have span fields: span_kind, context, resourceSpans, "
+                                 "observations, run_type, info)")
+
+
+def test_report_text_names_every_attribute_convention_comma_separated():
+    assert report_text(_rep(conventions=["openinference", "gen_ai"])).split("\n")[1] == \
+        "format: openinference (attributes: openinference, gen_ai)"

@@ -25,7 +25,8 @@ def test_mutmut_selects_the_profile_and_ci_keeps_the_default(pytestconfig):
 def test_the_scope_takes_in_the_readers_replay_inspect_and_the_case_store():
     assert MUTMUT["source_paths"] == ["ctxcore/", "ctxui/"] and "ctxui/" not in MUTMUT["also_copy"]
     for path in ("ctxcore/analysis/sent.py", "ctxcore/io/formats/*.py", "ctxcore/replay/*.py", "ctxcore/io/inspect.py",
-                 "ctxui/casestore.py"):
+                 "ctxui/casestore.py", "ctxcore/analysis/diagnosis.py", "ctxcore/analysis/findings.py",
+                 "ctxcore/analysis/causes.py", "ctxcore/analysis/notes.py", "ctxcore/analysis/policy.py"):
         assert path in MUTMUT["only_mutate"]
     selected = MUTMUT["pytest_add_cli_args_test_selection"]
     assert all(os.path.exists(os.path.join(ROOT, t)) for t in selected)

@@ -230,3 +230,13 @@ def test_xml_documents_without_an_index_are_labelled_by_the_tag_alone():
     sent = reconstruct(trace, prompt)
     assert [(p.id, p.label) for p in sent.passages] == [("a", "<document>"), ("b", '<document id="kb-7">')]
     assert sent.labelling == "xml-doc"
+
+
+@pytest.mark.parametrize("score, key", [(None, (False, 0.0, 2 / 3)), (0.0, (True, 0.0, 2 / 3)),
+                                        (0.7, (True, 0.7, 2 / 3))])
+def test_relevance_puts_scored_before_unscored_then_score_then_overlap(score, key):
+    """An unscored passage is weaker than any scored one, even one scored 0; unscored counts as 0, not 1."""
+    from ctxcore.analysis.sent import relevance
+    q = content_words("how long do refunds take")
+    assert q == frozenset({"long", "take", "refund"})
+    assert relevance(Candidate(id="a", text="refunds take five days", score=score), q) == key
