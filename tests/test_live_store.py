@@ -22,19 +22,7 @@ from ctxcore.io.live.store import Store
 from ctxcore.replay.read import items, total_bytes
 
 
-@pytest.fixture
-def data_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTXCORE_DATA_DIR", str(tmp_path))
-    return tmp_path
-
-
-@pytest.fixture
-def endpoint(data_dir):
-    server = serve.start(0, Store(data_dir / "live.db"))
-    yield server
-    server.shutdown()
-    server.server_close()
-    server.store.close()
+from test_live import data_dir, endpoint  # noqa: F401 - the endpoint's fixtures, shared with test_live
 
 
 class _Recorder(BaseHTTPRequestHandler):
