@@ -15,14 +15,13 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as ts
 
 import live_pipeline as lp
+from test_live import data_dir, endpoint  # noqa: F401 - the endpoint's fixtures, shared with test_live
 from ctxcore import serve
 from ctxcore.cli import main, run
 from ctxcore.io.live import otlp, store as live_store
 from ctxcore.io.live.store import Store
 from ctxcore.replay.read import items, total_bytes
 
-
-from test_live import data_dir, endpoint  # noqa: F401 - the endpoint's fixtures, shared with test_live
 
 
 class _Recorder(BaseHTTPRequestHandler):
