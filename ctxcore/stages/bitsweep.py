@@ -147,6 +147,60 @@ def shingle_bits(texts: Sequence[str], k: int = 5) -> Optional[ShingleBits]:
     return ShingleBits(starts, key, sizes, bits, span)
 
 
+class Survivors:
+    """The rows a sweep has kept so far, in size order, with their bit columns: what each new block of rows is
+    compared with first. Shared by this sweep and :func:`ctxcore.stages.wordsets.dense_sweep`."""
+
+    SLACK = 1 - 1e-9  # the length filter prunes only what is clearly impossible
+
+    def __init__(self, bits, sizes):
+        np = _np()
+        self.bits, self.sizes = bits, sizes  # every row's bit columns (words x rows) and set size
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.row_sizes = np.zeros(0, dtype=np.int64)
+        self.row_bits = bits[:, :0]
+
+    def blocks(self, block: int):
+        """Each block of ``block`` rows in rank order, without the empty ones (an empty row matches nothing)."""
+        np = _np()
+        for start in range(0, len(self.sizes), block):
+            rows = start + np.flatnonzero(self.sizes[start:start + block] > 0)
+            if len(rows):
+                yield rows
+
+    def band(self, size, threshold: float) -> tuple[int, int]:
+        """The slice of survivors whose size can reach Jaccard ``threshold`` with sizes ``size[0]..size[-1]``."""
+        np = _np()
+        lo = int(np.searchsorted(self.row_sizes, threshold * size[0] * self.SLACK, side="left"))
+        hi = int(np.searchsorted(self.row_sizes, size[-1] / threshold / self.SLACK, side="right"))
+        return lo, hi
+
+    def runs(self, rows, threshold: float, sub: int, cells: int):
+        """The comparisons of a block's ``rows`` with the survivors: for each run of ``sub`` rows of similar size
+        and each slice of the survivors their sizes can match (at most ``cells`` row x survivor x word cells),
+        ``(at, size, mine, c0, c1)``: the run's positions in ``rows``, their sizes and bit columns, the slice."""
+        np = _np()
+        if not len(self.rows):
+            return
+        by_size = np.argsort(self.sizes[rows], kind="stable")
+        for start in range(0, len(rows), sub):
+            at = by_size[start:start + sub]
+            size = self.sizes[rows[at]]
+            lo, hi = self.band(size, threshold)
+            step = max(1, cells // (len(at) * self.bits.shape[0]))
+            mine = self.bits[:, rows[at]]
+            for c0 in range(lo, hi, step):
+                yield at, size, mine, c0, min(hi, c0 + step)
+
+    def admit(self, new) -> None:
+        """Rows ``new`` survived: kept, in size order."""
+        np = _np()
+        rows = np.concatenate([self.rows, new])
+        order = np.argsort(np.concatenate([self.row_sizes, self.sizes[new]]), kind="stable")
+        self.rows, self.row_bits = rows[order], np.concatenate([self.row_bits, self.bits[:, new]], axis=1)[:, order]
+        self.row_sizes = self.sizes[self.rows]
+
+
 def _popcount(x):
     np = _np()
     if hasattr(np, "bitwise_count"):
@@ -211,34 +265,19 @@ def sweep(sb: ShingleBits, threshold: float) -> list[Match]:
     n = len(sizes)
     out: list[Match] = [None] * n
     bits = np.ascontiguousarray(sb.bits.T)  # (words, rows)
-    slack = 1 - 1e-9
-    kept_rows = np.zeros(0, dtype=np.int64)  # the survivors so far (rows with shingles), in size order
-    kept_sizes = np.zeros(0, dtype=np.int64)
-    kept_bits = bits[:, :0]
-    for start in range(0, n, _BLOCK):
-        rows = start + np.flatnonzero(sizes[start:start + _BLOCK] > 0)  # an empty row matches nothing
-        if not len(rows):
-            continue
+    kept = Survivors(bits, sizes)
+    for rows in kept.blocks(_BLOCK):
         first = np.full(len(rows), n, dtype=np.int64)  # the earliest survivor matched (n: none)
         first_sim = np.zeros(len(rows))
-        by_size = np.argsort(sizes[rows], kind="stable")
-        for sub in range(0, len(rows), _SUB) if len(kept_rows) else ():
-            at = by_size[sub:sub + _SUB]
-            size = sizes[rows[at]]
-            lo = int(np.searchsorted(kept_sizes, threshold * size[0] * slack, side="left"))
-            hi = int(np.searchsorted(kept_sizes, size[-1] / threshold / slack, side="right"))
-            step = max(1, _CELLS // (len(at) * bits.shape[0]))
-            mine = bits[:, rows[at]]
-            for c0 in range(lo, hi, step):
-                c1 = min(hi, c0 + step)
-                r, c = _maybe(mine, kept_bits[:, c0:c1], size, kept_sizes[c0:c1], threshold)
-                if not len(r):
-                    continue
-                who = kept_rows[c0 + c]
-                sim = _similarity(sb, rows[at[r]], who)
-                for x, y, z in zip(at[r].tolist(), who.tolist(), sim.tolist()):
-                    if z >= threshold and y < first[x]:
-                        first[x], first_sim[x] = y, z
+        for at, size, mine, c0, c1 in kept.runs(rows, threshold, _SUB, _CELLS):
+            r, c = _maybe(mine, kept.row_bits[:, c0:c1], size, kept.row_sizes[c0:c1], threshold)
+            if not len(r):
+                continue
+            who = kept.rows[c0 + c]
+            sim = _similarity(sb, rows[at[r]], who)
+            for x, y, z in zip(at[r].tolist(), who.tolist(), sim.tolist()):
+                if z >= threshold and y < first[x]:
+                    first[x], first_sim[x] = y, z
         for r, f, s in zip(rows[first < n].tolist(), first[first < n].tolist(), first_sim[first < n].tolist()):
             out[r] = (f, s)
         # the rows no earlier survivor took, settled among themselves in order
@@ -252,16 +291,12 @@ def sweep(sb: ShingleBits, threshold: float) -> list[Match]:
         for x, y, z in sorted(zip(r.tolist(), c.tolist(), sim.tolist())):
             if z >= threshold:
                 hits.setdefault(x, []).append((y, z))
-        kept: set[int] = set()
+        settled: set[int] = set()
         for k in range(len(group)):
-            match = next(((q, z) for q, z in hits.get(k, ()) if q in kept), None)
+            match = next(((q, z) for q, z in hits.get(k, ()) if q in settled), None)
             if match is None:
-                kept.add(k)
+                settled.add(k)
             else:
                 out[int(group[k])] = (int(group[match[0]]), match[1])
-        new = group[sorted(kept)]
-        kept_rows = np.concatenate([kept_rows, new])
-        order = np.argsort(np.concatenate([kept_sizes, sizes[new]]), kind="stable")
-        kept_rows, kept_bits = kept_rows[order], np.concatenate([kept_bits, bits[:, new]], axis=1)[:, order]
-        kept_sizes = sizes[kept_rows]
+        kept.admit(group[sorted(settled)])
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional, Sequence
 
-from .bitsweep import shingle_keys
+from .bitsweep import Survivors, shingle_keys
 from .similarity import Match, first_survivor
 
 
@@ -519,43 +519,28 @@ def dense_sweep(sets: WordSets, threshold: float, bits: Optional[np.ndarray] = N
     n = len(sizes)
     out: list[Match] = [None] * n
     bits = np.ascontiguousarray((bit_rows(sets) if bits is None else bits).T)  # (words, rows)
-    slack = 1 - 1e-9  # the filters prune only what is clearly impossible
+    slack = Survivors.SLACK
     share = threshold / (1 + threshold)
-    kept_rows = np.zeros(0, dtype=np.int64)  # the survivors so far (rows with words), in size order
-    kept_sizes = np.zeros(0, dtype=np.int64)
-    kept_bits = bits[:, :0]
-    for start in range(0, n, _DENSE_BLOCK):
-        rows = start + np.flatnonzero(sizes[start:start + _DENSE_BLOCK] > 0)  # an empty row matches nothing
-        if not len(rows):
-            continue
+    kept = Survivors(bits, sizes)
+    for rows in kept.blocks(_DENSE_BLOCK):
         first = np.full(len(rows), n, dtype=np.int64)  # the earliest survivor matched (n: none)
         first_sim = np.zeros(len(rows))
-        if len(kept_rows):
-            by_size = np.argsort(sizes[rows], kind="stable")
-            for sub in range(0, len(rows), _DENSE_SUB):
-                at = by_size[sub:sub + _DENSE_SUB]
-                size = sizes[rows[at]]
-                lo = int(np.searchsorted(kept_sizes, threshold * size[0] * slack, side="left"))
-                hi = int(np.searchsorted(kept_sizes, size[-1] / threshold / slack, side="right"))
-                step = max(1, _DENSE_CELLS // (len(at) * bits.shape[0]))
-                mine = bits[:, rows[at]]
-                for c0 in range(lo, hi, step):
-                    c1 = min(hi, c0 + step)
-                    shared = _shared_bits(mine, kept_bits[:, c0:c1])
-                    # sharing t/(1+t) of both sizes together is necessary: the exact similarity only for
-                    # the rows where some pair has that
-                    maybe = np.flatnonzero((shared - share * kept_sizes[None, c0:c1] >= share * size[:, None] * slack)
-                                           .any(axis=1))
-                    if not len(maybe):
-                        continue
-                    shared = shared[maybe]
-                    sim = shared / (size[maybe, None] + kept_sizes[None, c0:c1] - shared)
-                    who = np.where(sim >= threshold, kept_rows[None, c0:c1], n)
-                    k = who.argmin(axis=1)
-                    better = np.flatnonzero(who[np.arange(len(maybe)), k] < first[at[maybe]])
-                    if len(better):
-                        first[at[maybe[better]]] = who[better, k[better]]
-                        first_sim[at[maybe[better]]] = sim[better, k[better]]
+        for at, size, mine, c0, c1 in kept.runs(rows, threshold, _DENSE_SUB, _DENSE_CELLS):
+            shared = _shared_bits(mine, kept.row_bits[:, c0:c1])
+            # sharing t/(1+t) of both sizes together is necessary: the exact similarity only for the rows where
+            # some pair has that
+            maybe = np.flatnonzero((shared - share * kept.row_sizes[None, c0:c1] >= share * size[:, None] * slack)
+                                   .any(axis=1))
+            if not len(maybe):
+                continue
+            shared = shared[maybe]
+            sim = shared / (size[maybe, None] + kept.row_sizes[None, c0:c1] - shared)
+            who = np.where(sim >= threshold, kept.rows[None, c0:c1], n)
+            k = who.argmin(axis=1)
+            better = np.flatnonzero(who[np.arange(len(maybe)), k] < first[at[maybe]])
+            if len(better):
+                first[at[maybe[better]]] = who[better, k[better]]
+                first_sim[at[maybe[better]]] = sim[better, k[better]]
         # the rows no earlier survivor took, settled among themselves in order
         open_ = np.flatnonzero(first == n)
         for r, f, s in zip(rows[first < n].tolist(), first[first < n].tolist(), first_sim[first < n].tolist()):
@@ -566,17 +551,13 @@ def dense_sweep(sets: WordSets, threshold: float, bits: Optional[np.ndarray] = N
         shared = _shared_bits(bits[:, group], bits[:, group])
         sim = shared / (sizes[group][:, None] + sizes[group][None, :] - shared)
         hits = np.packbits(sim >= threshold, axis=1, bitorder="little")
-        kept = 0  # bit q: group[q] survived
+        settled = 0  # bit q: group[q] survived
         for k in range(len(group)):
-            m = int.from_bytes(hits[k].tobytes(), "little") & kept
+            m = int.from_bytes(hits[k].tobytes(), "little") & settled
             if m:
                 q = (m & -m).bit_length() - 1  # the earliest survivor matched
                 out[int(group[k])] = (int(group[q]), float(sim[k, q]))
             else:
-                kept |= 1 << k
-        new = group[[k for k in range(len(group)) if kept >> k & 1]]
-        kept_rows = np.concatenate([kept_rows, new])
-        order = np.argsort(np.concatenate([kept_sizes, sizes[new]]), kind="stable")
-        kept_rows, kept_bits = kept_rows[order], np.concatenate([kept_bits, bits[:, new]], axis=1)[:, order]
-        kept_sizes = sizes[kept_rows]
+                settled |= 1 << k
+        kept.admit(group[[k for k in range(len(group)) if settled >> k & 1]])
     return out
