@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import unicodedata
@@ -255,8 +256,10 @@ def wrap_px(text: str, room: float) -> list[str]:
     return lines
 
 
+@functools.lru_cache(maxsize=20_000)
 def wrap_lines(text: str, width: int = REASON_WIDTH) -> int:
-    """How many lines ``text`` takes in a ``width``-px column."""
+    """How many lines ``text`` takes in a ``width``-px column (remembered: every rerun of a page asks again for
+    the same reasons)."""
     return len(wrap_px(text, line_room(width)))
 
 

@@ -217,6 +217,15 @@ def _labels_in(text: str, cite) -> list[str]:
     return out
 
 
+def cited_labels(text: str) -> list[str]:
+    """The ``[S#]`` labels ``text`` cites, each once, in the order first cited.
+
+    >>> cited_labels("Refunds take 5 days [S2; s1]. Shipping is free [S2].")
+    ['S2', 'S1']
+    """
+    return _labels_in(text, _CITE)
+
+
 def _fate_checks(trace: Trace, answer: str, sent: Sent, passages: dict, cite, checks: list) -> list[Check]:
     """The checks that tie a claim to its passage's fate: outdated, unsupportive, repeated, uncited, abstention."""
     outdated = {p.id: p.superseded_by for p in sent.passages if p.superseded_by}

@@ -23,14 +23,13 @@ log through an engine (:mod:`ctxcore.replay.engines`) and streams the rows to
 from __future__ import annotations
 
 import inspect
-import re
 import signal
 import time
 from contextlib import contextmanager
 from itertools import islice
 from typing import Callable, Iterable, Iterator, Optional
 
-from ..analysis.answer import _CITE as CITATION, check_answer
+from ..analysis.answer import check_answer, cited_labels
 from ..errors import BuildError, InputError
 from ..analysis.explain import findings
 from ..analysis.policy import infer as infer_policy
@@ -121,10 +120,7 @@ def _cited_own(own: Trace, answer: str) -> list[tuple[str, str]]:
     kept labels and nothing else (no sent context to read, no quotes, numbers or claims to weigh); a test holds
     the two equal."""
     kept = {d.label: d.id for d in own.kept()}
-    labels: list[str] = []
-    for m in CITATION.finditer(answer):
-        labels += [x for x in re.split(r"\s*[,;]\s*", m.group(1).upper()) if x not in labels]
-    return [(label, kept[label]) for label in labels if kept.get(label)]
+    return [(label, kept[label]) for label in cited_labels(answer) if kept.get(label)]
 
 
 def policy_settings(loaded: Loaded) -> dict:
