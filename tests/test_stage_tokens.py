@@ -92,3 +92,55 @@ def test_background_counting_in_slices_gives_every_text_its_own_count():
     counting = Small(tok, texts)
     assert counting._array  # many slices: read as arrays (a few are read as lists: the property above)
     assert counting.result() == [len(tok._encoding.encode_ordinary(t)) for t in texts]
+
+
+# Piece ends and starts that meet where the pre-tokenizers look across a line end: runs of line breaks and
+# spaces, punctuation before a break (which o200k carries into a following "/"), and every kind of start.
+_ENDS = ["", "x", "x\n", "x.\n", "x\n\n", "x \n", "x\n ", "x.\n\n", "\n", "é\n", "x\r\n", "1\n"]
+_STARTS = ["", "a", "Z", "[S1]", "<evidence>", "</evidence>", "/path", " a", "\na", "\n[", "1", "é", "'s", ".", "\t"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_STARTS), st.text(alphabet=st.sampled_from(list("ab .\n/[<")),
+                                                            max_size=6), st.sampled_from(_ENDS))
+                .map("".join), max_size=10),
+       st.sampled_from(["cl100k_base", "o200k_base"]))
+def test_counting_pieces_apart_gives_the_whole_prompts_spans(pieces, encoding):
+    """The fast path (runs of pieces counted alone, counts remembered) against the plain definition."""
+    tok = get_tokenizer(encoding)
+    assert tok.piece_tokens(pieces) == tok.piece_tokens_whole(pieces)
+    assert tok.piece_tokens(pieces) == tok.piece_tokens_whole(pieces)  # and again, from remembered counts
+
+
+def test_o200k_carries_a_line_end_into_a_slash_so_that_is_no_boundary():
+    """Why "/" is not a start that tokenises alone: o200k makes ".\\n/" one token."""
+    o200k = get_tokenizer("o200k_base")
+    assert [o200k._encoding.decode([t]) for t in o200k.encode("x.\n/y")] == ["x", ".\n/", "y"]
+    assert tokens._runs(["x.\n", "/y", "[S1] z\n", "<q>"]) == [(0, 3), (3, 4)]
+    assert o200k.piece_tokens(["x.\n", "/y"]) == o200k.piece_tokens_whole(["x.\n", "/y"]) == ([(0, 2), (2, 3)], 3)
+
+
+def test_every_sample_prompts_blocks_are_the_whole_prompts_spans():
+    """The blocks of every sample scenario's prompt, on both encodings, as the plain definition spans them."""
+    from pathlib import Path
+
+    from ctxcore.io.loaders import load
+    from ctxcore.pipeline import state_before
+    from ctxcore.stages import assemble
+
+    checked = 0
+    for path in sorted((Path(__file__).resolve().parent.parent / "sample_data").glob("0*.json")):
+        loaded = load(str(path))
+        for encoding in ("cl100k_base", "o200k_base"):
+            trace = loaded.build(loaded.settings(encoding=encoding))
+            state = state_before(assemble.run, trace.candidates, trace.query, trace.config, trace.inputs)
+            history, _ = assemble._fit_history(state)
+            by_id = {c.id: c for c in state.alive}  # merged passages are new records
+            passages = [(by_id[d.id], d.label, d.text if d.text is not None else by_id[d.id].text) for d in trace.kept()]
+            pieces = [p[4] for p in assemble._pieces(state, passages, history)]
+            assert "".join(pieces) == trace.prompt.text, path.name
+            spans, count = get_tokenizer(encoding).piece_tokens_whole(pieces)
+            assert [(b.start_token, b.end_token) for b in trace.blocks] == spans, (path.name, encoding)
+            assert trace.prompt.tokens == count == len(get_tokenizer(encoding).encode(trace.prompt.text))
+            checked += 1
+    assert checked == 16
