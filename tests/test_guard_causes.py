@@ -1,0 +1,179 @@
+"""The pieces of the pipeline's own causes (``ctxcore.analysis.causes``) held by hand-valued tables (issue #29):
+which of two disagreeing passages should win (by date, then by source type, both directions and ties), how
+much two passages share, the question's own words a passage adds, the chunk next to a sent one, and the
+conflicting-sources cause at the edge of "the same topic"."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ctxcore import Candidate, Config, build
+from ctxcore.analysis.causes import SAME_TOPIC, TRUST, _asks, _next_chunks, _same, _winner, conflicting_sources
+from ctxcore.analysis.findings import Ctx
+from ctxcore.analysis.policy import Policy
+from ctxcore.analysis.sent import of_build
+
+
+def _c(cid, date=None, source_type=None, text="x"):
+    return Candidate(cid, text, date=date, source_type=source_type)
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    (_c("a", "2025-03-01"), _c("b", "2024-01-01"), ("a", "b", "a is newer (2025-03-01 against 2024-01-01)")),
+    (_c("a", "2024-01-01"), _c("b", "2025-03-01"), ("b", "a", "b is newer (2025-03-01 against 2024-01-01)")),
+    # the same date, or a date on one side only: the source types decide
+    (_c("a", "2025-03-01", "blog"), _c("b", "2025-03-01", "official"), ("b", "a", "b is official, a is blog")),
+    (_c("a", "2025-03-01", "Official"), _c("b", None, "forum"), ("a", "b", "a is Official, b is forum")),
+    (_c("a", None, "docs"), _c("b", "2025-03-01", "blog"), ("a", "b", "a is docs, b is blog")),
+    (_c("a", None, "blog"), _c("b", None, "KB"), ("b", "a", "b is KB, a is blog")),
+    # equal trust, an unknown type, or none: no winner
+    (_c("a", None, "official"), _c("b", None, "policy"), None),
+    (_c("a", None, "official"), _c("b", None, "wiki"), None),
+    (_c("a", None, "wiki"), _c("b", None, "official"), None),
+    (_c("a", None, None), _c("b", None, "official"), None),
+    (_c("a", None, "forum"), _c("b", None, None), None),
+    (_c("a"), _c("b"), None),
+])
+def test_which_of_two_disagreeing_passages_should_win(a, b, expected):
+    got = _winner(a, b)
+    assert (None if got is None else (got[0].id, got[1].id, got[2])) == expected
+
+
+def test_the_trust_ranks_the_table_assumes():
+    assert (TRUST["official"], TRUST["docs"], TRUST["kb"], TRUST["blog"], TRUST["forum"]) == (3, 2, 2, 1, 0)
+
+
+@pytest.mark.parametrize("a, b, share", [
+    ({"x", "y"}, {"x", "y", "z", "w"}, 1.0),      # over the smaller set
+    ({"x", "y", "z", "w"}, {"x", "q"}, 0.5),
+    ({"x"}, {"y"}, 0.0),
+    (set(), {"x"}, 0.0), ({"x"}, set(), 0.0), (set(), set(), 0.0),
+])
+def test_the_share_two_passages_have_in_common(a, b, share):
+    assert _same(frozenset(a), frozenset(b)) == share
+
+
+def _ctx(cands, query, budget=1000, answer="", **settings):
+    trace = build(cands, query, Config(budget=budget, **settings))
+    return Ctx(trace, of_build(trace), (), answer, None, None, Policy())
+
+
+def test_asks_lists_the_questions_own_words_a_passage_adds_in_question_order_at_most_four():
+    q = "Do Refunds of ALPHA and bravo charlie delta echo take 14 days?"
+    sent = Candidate("s", "refunds are handled by the team.", 0.9)
+    x = Candidate("x", "alpha bravo charlie delta echo 14 days take " * 4, 0.2)
+    ctx = _ctx((sent, x), q, budget=20)
+    assert ctx.trace.decision("x").fate == "over_budget"
+    assert _asks(ctx, "x") == "alpha, bravo, charlie, delta"
+    assert _asks(ctx, "s") == ""
+
+
+def test_asks_repeats_no_word_and_keeps_digits():
+    ctx = _ctx((Candidate("s", "nothing here.", 0.9), Candidate("x", "Limit 500 per order, limit 500.", 0.2)),
+               "What limit? The limit is 500?", budget=15)
+    assert ctx.trace.decision("x").fate == "over_budget"
+    assert _asks(ctx, "x") == "limit, 500"
+
+
+def test_the_chunk_after_a_sent_one_of_the_same_document_and_version():
+    sent = Candidate("d1#2", "chunk two of the policy:", 0.9, doc_id="d1", chunk_index=2, version="v2")
+    cands = (
+        sent,
+        Candidate("d1#3", "chunk three", 0.1, doc_id="d1", chunk_index=3, version="v2"),       # next: yes
+        Candidate("d1#1", "chunk one", 0.1, doc_id="d1", chunk_index=1, version="v2"),         # before it
+        Candidate("d1#4", "chunk four", 0.1, doc_id="d1", chunk_index=4, version="v2"),        # two after
+        Candidate("d1v1#3", "old chunk three", 0.1, doc_id="d1", chunk_index=3, version="v1"),  # other version
+        Candidate("d2#3", "other doc three", 0.1, doc_id="d2", chunk_index=3, version="v2"),   # other document
+    )
+    ctx = _ctx(cands, "policy", budget=1000)
+    ctx.sent = _with_not_sent(of_build(build((sent,), "policy", Config())), [c.id for c in cands[1:]])
+    assert [(c.id, n.id) for c, n in _next_chunks(ctx)] == [("d1#2", "d1#3")]
+
+
+def _with_not_sent(sent, ids):
+    """The sent context of a build of the sent passages alone, with ``ids`` as the retrieved ones not sent."""
+    return dataclasses.replace(sent, not_sent=tuple(ids))
+
+
+def test_a_sent_passage_without_a_document_or_index_has_no_next_chunk_but_the_others_are_still_looked_at():
+    cands = (
+        Candidate("free", "no document", 0.9),
+        Candidate("noidx", "no index", 0.9, doc_id="d1"),
+        Candidate("d1#0", "chunk zero:", 0.9, doc_id="d1", chunk_index=0),
+        Candidate("d1#1", "chunk one", 0.1, doc_id="d1", chunk_index=1),
+    )
+    ctx = _ctx(cands, "chunk", budget=1000)
+    sent = of_build(build(cands[:3], "chunk", Config()))
+    ctx.sent = _with_not_sent(sent, ["d1#1"])
+    assert sorted(p.id for p in ctx.sent.passages) == ["d1#0", "free", "noidx"]
+    assert [(c.id, n.id) for c, n in _next_chunks(ctx)] == [("d1#0", "d1#1")]
+
+
+# --- conflicting sources -------------------------------------------------------------------------------------
+
+OLD = "Refunds to a credit card take 14 days from the request date."
+NEW = "Refunds to a credit card take 5 days from the request date."
+
+
+def _conflict(a_text, b_text, answer="", a_date="2024-01-01", b_date="2025-06-01"):
+    cands = (Candidate("old", a_text, 0.9, date=a_date), Candidate("new", b_text, 0.8, date=b_date))
+    # near_dup off: the two differ by one word, and a copy check would keep only one of them
+    return conflicting_sources(_ctx(cands, "How long do card refunds take?", answer=answer, near_dup=None))
+
+
+def test_two_sent_passages_that_disagree_on_a_number_name_the_newer_one():
+    [f] = _conflict(OLD, NEW, answer="They take 14 days [S1].")
+    assert f.ids == ("old", "new")
+    assert f.title == ("Two passages that were sent disagree (new says 5; old says 14), and the answer used old, the "
+                       "one that should lose: new is newer (2025-06-01 against 2024-01-01).")
+    assert f.evidence == "new and old share 88% of their content words; the answer states 14"  # 7 of 8
+
+
+def test_without_an_answer_the_disagreement_is_still_a_cause():
+    [f] = _conflict(OLD, NEW)
+    assert f.title == ("Two passages that were sent disagree (new says 5; old says 14); new should win: new is newer "
+                       "(2025-06-01 against 2024-01-01).")
+
+
+def test_an_answer_that_took_the_right_number_is_not_explained_by_the_conflict():
+    assert _conflict(OLD, NEW, answer="They take 5 days [S2].") == []
+
+
+@pytest.mark.parametrize("a_numbers, b_numbers, found", [
+    ("14", "5", True),
+    ("14 and 30", "5 and 30", True),
+    ("14 and 5", "5", False),     # one's numbers contain the other's: an addition, not a disagreement
+    ("5", "14 and 5", False),
+    ("5", "5", False),
+])
+def test_a_disagreement_needs_a_number_on_each_side_the_other_lacks(a_numbers, b_numbers, found):
+    a = f"Refunds to a credit card take {a_numbers} days from the request date."
+    b = f"Refunds to a credit card take {b_numbers} days from the request date."
+    assert bool(_conflict(a, b)) is found
+
+
+def test_same_topic_at_its_edge():
+    """Half the smaller passage's content words in common is the same topic; fewer is not."""
+    assert SAME_TOPIC == 0.5
+    # content words: {refund, card, take, 14} and {refund, card, tulip, 5}: 2 of 4 = 0.5
+    [same] = _conflict("refund card take 14", "refund card tulip 5")
+    assert same.evidence == "new and old share 50% of their content words"
+    # {refund, card, take, 14} and {refund, tulip, orchid, 5}: 1 of 4
+    assert _conflict("refund card take 14", "refund tulip orchid 5") == []
+
+
+def test_passages_off_each_others_topic_do_not_stop_the_search_for_a_pair_that_disagrees():
+    cands = (Candidate("tulip", "Tulips bloom 3 weeks in spring.", 0.95, date="2023-01-01"),
+             Candidate("old", OLD, 0.9, date="2024-01-01"), Candidate("new", NEW, 0.8, date="2025-06-01"))
+    [f] = conflicting_sources(_ctx(cands, "How long do card refunds take?", near_dup=None))
+    assert f.ids == ("old", "new")
+
+
+def test_a_pair_with_no_disagreement_does_not_stop_the_search_either():
+    cands = (Candidate("same1", NEW, 0.95, date="2023-01-01"), Candidate("same2", NEW + " Really.", 0.94),
+             Candidate("old", OLD, 0.9, date="2024-01-01"), Candidate("new", NEW + " Since June.", 0.8,
+                                                                      date="2025-06-01"))
+    found = conflicting_sources(_ctx(cands, "How long do card refunds take?", near_dup=None))
+    assert [f.ids for f in found] == [("same1", "old")]  # same1 and same2 agree; same1 (2023) and old (2024) not
