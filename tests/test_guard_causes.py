@@ -10,10 +10,12 @@ import dataclasses
 import pytest
 
 from ctxcore import Candidate, Config, build
-from ctxcore.analysis.causes import SAME_TOPIC, TRUST, _asks, _next_chunks, _same, _winner, conflicting_sources
+from ctxcore.analysis.causes import (HISTORY_CROWD, SAME_TOPIC, TRUST, _asks, _next_chunks, _same, _winner,
+                                     conflicting_sources, history_crowding)
 from ctxcore.analysis.findings import Ctx
-from ctxcore.analysis.policy import Policy
+from ctxcore.analysis.policy import Policy, Rule
 from ctxcore.analysis.sent import of_build
+from ctxcore.records import Inputs
 
 
 def _c(cid, date=None, source_type=None, text="x"):
@@ -177,3 +179,75 @@ def test_a_pair_with_no_disagreement_does_not_stop_the_search_either():
                                                                       date="2025-06-01"))
     found = conflicting_sources(_ctx(cands, "How long do card refunds take?", near_dup=None))
     assert [f.ids for f in found] == [("same1", "old")]  # same1 and same2 agree; same1 (2023) and old (2024) not
+
+
+# --- history crowding ----------------------------------------------------------------------------------------
+
+TURNS = tuple({"role": "user" if i % 2 == 0 else "assistant",
+               "content": "we talked about shipping times and parcel tracking numbers " * 8} for i in range(12))
+SETTINGS = (("history_share", 0.9), ("max_output", 200), ("window", 2000))  # the pipeline let history take 0.9
+REFUND = "Card refunds take five business days from approval. "
+
+
+def _crowded(a_text, share=0.72, cands=None, query="How long do card refunds take?"):
+    cands = cands or (Candidate("a", a_text, 0.9), Candidate("b", "Refunds need a receipt.", 0.5))
+    trace = build(cands, query, Config(window=2000, max_output=200, history_share=0.9), Inputs(history=TURNS))
+    policy = Policy((Rule("history", share, "the history took 1,447 of 2,000 tokens", "certain"),), SETTINGS)
+    return trace, history_crowding(Ctx(trace, of_build(trace), (), "", None, None, policy))
+
+
+def test_history_that_crowded_out_the_best_passage_is_the_cause_and_a_cap_sends_it():
+    trace, [f] = _crowded(REFUND * 30)
+    assert [(d.id, d.fate) for d in trace.decisions] == [("a", "over_budget"), ("b", "kept")]
+    assert (f.kind, f.severity, f.ids, f.fix, f.fix_verified) == ("history_crowding", 3, ("a",),
+                                                                  {"history_share": 0.2}, True)
+    assert f.title == ("The conversation history took 72% of the model's window, so a, the best-scored passage for "
+                       "the current question, did not fit and was never sent.")
+    assert f.evidence == "the history took 1,447 of 2,000 tokens; 1 passages were sent."
+    assert f.proof == "re-running your pipeline with the history capped sends it; re-run with it, a is in the " \
+                      "prompt as [S1], position 1 of 2"
+    assert f.after == {"id": "a", "fate": "kept", "label": "S1", "position": 1, "of": 2}
+    assert f.fix_said == "cap the history at 321 tokens, the most recent turns first (ctxcore: history_share 0.2)"
+
+
+def test_a_passage_too_big_for_a_fifth_of_history_gets_the_tenth_tried_next():
+    trace, [f] = _crowded(REFUND * 148)
+    assert (f.fix, f.fix_verified) == ({"history_share": 0.1}, True)
+    assert f.fix_said == "cap the history at 160 tokens, the most recent turns first (ctxcore: history_share 0.1)"
+
+
+def test_a_passage_too_big_for_any_cap_is_said_unproved():
+    trace, [f] = _crowded(REFUND * 400)
+    assert (f.fix, f.fix_verified, f.after) == ({"history_share": 0.2}, False, None)
+    assert f.proof == "capping the history did not send it"
+
+
+@pytest.mark.parametrize("share, found", [(0.3, True), (0.29, False)])
+def test_history_crowds_out_only_from_three_tenths_of_the_window(share, found):
+    assert HISTORY_CROWD == 0.3
+    assert bool(_crowded(REFUND * 30, share=share)[1]) is found
+
+
+def test_no_history_rule_no_cause():
+    trace = build((Candidate("a", REFUND * 30, 0.9),), "How long do card refunds take?",
+                  Config(window=2000, max_output=200, history_share=0.9), Inputs(history=TURNS))
+    assert history_crowding(Ctx(trace, of_build(trace), (), "", None, None, Policy((), SETTINGS))) == []
+
+
+def test_only_the_best_scored_passage_left_out_is_blamed_on_the_history():
+    """The best passage was sent; the second best was not: the history did not crowd out what mattered."""
+    cands = (Candidate("b", "Card refunds: five days.", 0.95), Candidate("a", REFUND * 30, 0.9))
+    trace, found = _crowded("", cands=cands)
+    assert [(d.id, d.fate) for d in trace.decisions] == [("b", "kept"), ("a", "over_budget")]
+    assert found == []
+
+
+@pytest.mark.parametrize("text, blamed", [
+    ("card refunds " * 100, True),       # 2 of 4 question words (card, refund; take, long missing)
+    ("refunds policy " * 100, True),     # 1 of 4: RELEVANT exactly
+    ("parcel tracking " * 100, False),   # none
+])
+def test_the_crowded_out_passage_must_be_about_the_question(text, blamed):
+    trace, found = _crowded(text)
+    assert trace.decision("a").fate == "over_budget"
+    assert bool(found) is blamed
