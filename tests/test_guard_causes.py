@@ -251,3 +251,53 @@ def test_the_crowded_out_passage_must_be_about_the_question(text, blamed):
     trace, found = _crowded(text)
     assert trace.decision("a").fate == "over_budget"
     assert bool(found) is blamed
+
+
+def test_the_conflict_finding_whole():
+    [f] = _conflict(OLD, NEW, answer="They take 14 days [S1].")
+    assert (f.kind, f.severity, f.fix, f.fix_verified, f.role, f.after) == ("conflicting_sources", 3, None, False,
+                                                                             "cause", None)
+    assert f.proof == "no ctxcore setting ranks sources by trust: the replay cannot prove this fix"
+    assert f.fix_said == ("when sources disagree, send only the one that should win (new), or drop older sources "
+                          "like old from the index (ctxcore: no setting for this)")
+
+
+def test_the_losing_source_type_is_named_in_the_fix():
+    cands = (Candidate("blog", OLD, 0.9, source_type="blog"), Candidate("kb", NEW, 0.8, source_type="kb"))
+    [f] = conflicting_sources(_ctx(cands, "How long do card refunds take?", near_dup=None))
+    assert f.title.endswith("; kb should win: kb is kb, blog is blog.")
+    assert f.fix_said == ("when sources disagree, send only the one that should win (kb), or drop blog sources like "
+                          "blog from the index (ctxcore: no setting for this)")
+
+
+def test_a_title_names_at_most_three_numbers_a_side_in_order():
+    a = "Fees are 1, 2, 3 and 4 EUR for card refunds today."
+    b = "Fees are 6, 7, 8 and 9 EUR for card refunds today."
+    [used] = _conflict(a, b, answer="It costs 4 EUR.")
+    assert used.title.startswith("Two passages that were sent disagree (new says 6, 7, 8; old says 1, 2, 3), and the "
+                                 "answer used old")
+    [plain] = _conflict(a, b)
+    assert plain.title.startswith("Two passages that were sent disagree (new says 6, 7, 8; old says 1, 2, 3); new")
+
+
+def test_an_answer_that_used_neither_number_is_not_explained_and_the_search_goes_on():
+    """The first pair disagrees on a number the answer did not state; the second pair's loser is what it used."""
+    cands = (Candidate("p1", "Parcel fees are 3 EUR for card refunds.", 0.95, date="2022-01-01"),
+             Candidate("p2", "Parcel fees are 4 EUR for card refunds.", 0.94, date="2023-01-01"),
+             Candidate("old", OLD, 0.9, date="2024-01-01"), Candidate("new", NEW, 0.8, date="2025-06-01"))
+    ctx = _ctx(cands, "How long do card refunds take?", answer="They take 14 days.", near_dup=None)
+    assert [p.id for p in ctx.sent.passages][:1] == ["p1"]
+    found = conflicting_sources(ctx)
+    assert [(f.ids, f.evidence.split("; ")[-1]) for f in found] == [(("old", "new"), "the answer states 14")]
+    assert conflicting_sources(_ctx(cands, "q", answer="It is 3 EUR.", near_dup=None))[0].ids == ("p1", "p2")
+
+
+def test_a_superseded_passage_takes_no_part_in_a_conflict():
+    """Two versions of one document: the older is superseded, so the blog is set against the newer one only."""
+    cands = (Candidate("v1", OLD, 0.9, doc_id="policy", version="1", source_type="official"),
+             Candidate("v2", NEW, 0.8, doc_id="policy", version="2", source_type="official"),
+             Candidate("blog", OLD.replace("14", "30"), 0.7, source_type="blog"))
+    trace = build(cands, "How long do card refunds take?", Config(near_dup=None, prefer_newest=False))
+    ctx = Ctx(trace, of_build(trace), (), "", None, None, Policy())
+    assert [p.superseded_by for p in ctx.sent.passages if p.id == "v1"] == ["v2"]
+    assert [f.ids for f in conflicting_sources(ctx)] == [("blog", "v2")]
