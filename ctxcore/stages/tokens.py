@@ -106,7 +106,7 @@ class Tokenizer:
         at = 0
         for a, b in _runs(pieces):
             if b - a == 1:
-                n = _count_cached(self, pieces[a])
+                n = _count_cached(self, pieces[a], _piece_counts(self.name))
                 out.append((at, at + n))
             else:
                 spans, n = self.piece_tokens_whole(pieces[a:b])
@@ -292,8 +292,13 @@ def _counts(encoding: str) -> ByText:
     return text_cache("tokens " + encoding, share=0.25)
 
 
-def _count_cached(tok: Tokenizer, text: str) -> int:
-    cache = _counts(tok.name)
+def _piece_counts(encoding: str) -> ByText:
+    """Token counts of prompt pieces by text: apart from the candidates' counts, which a rebuild never adds to."""
+    return text_cache("prompt pieces " + encoding, share=0.05)
+
+
+def _count_cached(tok: Tokenizer, text: str, cache: ByText | None = None) -> int:
+    cache = _counts(tok.name) if cache is None else cache
     n = cache.get(text)
     if n is None:
         n = len(tok._encoding.encode_ordinary(text)) if tok._encoding is not None else _approximate(text)
@@ -321,6 +326,11 @@ def get_tokenizer(encoding: str) -> Tokenizer:
 def cache_size(encoding: str) -> int:
     """How many distinct texts have a cached count (used to prove reruns don't recount)."""
     return len(_counts(encoding))
+
+
+def cached_texts(encoding: str) -> frozenset:
+    """The texts with a cached count (to show what a rerun counted that no build had counted before)."""
+    return frozenset(_counts(encoding))
 
 
 _ATTACHED = Memo(8)
