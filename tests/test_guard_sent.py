@@ -11,7 +11,7 @@ import pytest
 from ctxcore import Candidate, Config, Logged, build, get_tokenizer
 from ctxcore.analysis.sent import (_gap_labelling, _labelling_of, _question_present, _stem, attach, content_words, family_members,
                                    of_build, of_trace, overlap, reconstruct)
-from ctxcore.records import SentPassage
+from ctxcore.records import Sent, SentPassage
 
 Q = "How much does return shipping cost?"
 # 39 cl100k tokens; its first sentence alone is 17 tokens and 42.8% of its normalised text
@@ -240,3 +240,124 @@ def test_relevance_puts_scored_before_unscored_then_score_then_overlap(score, ke
     q = content_words("how long do refunds take")
     assert q == frozenset({"long", "take", "refund"})
     assert relevance(Candidate(id="a", text="refunds take five days", score=score), q) == key
+
+
+# --- a build's own prompt as the sent context (sent.of_build) ------------------------------------------------
+
+_A = "Card refunds take five business days after approval by the bank."
+_B = "Card refunds take five business days after approval by the issuer."  # 10 of 12 words shared: 0.833
+_OWN = (Candidate("a", _A, 0.9), Candidate("b", _B, 0.8),
+        Candidate("v1", "Policy v1: refunds within 30 days of purchase.", 0.7, doc_id="policy", version="1"),
+        Candidate("v2", "Policy v2: refunds within 14 days of purchase.", 0.6, doc_id="policy", version="2"),
+        Candidate("d", "Refunds are quick. The office is closed on public holidays and on weekends in most regions of "
+                       "the country.", 0.5),  # 106 characters, cut to its first sentence (18)
+        Candidate("u", "My receipt says order 7781.", 0.4, trust="user"),
+        Candidate("e", "", 0.3))
+
+
+def _own(near_dup):
+    return build(_OWN, "How long do card refunds take?", Config(near_dup=near_dup, prefer_newest=False, compress=True,
+                                                                  max_chunk_tokens=16, order="rank"))
+
+
+@pytest.mark.parametrize("near_dup, b_copy", [(None, ("a", 0.833)), (0.9, (None, None))])
+def test_a_builds_own_prompt_read_as_the_sent_context(near_dup, b_copy):
+    """Copies are judged at the build's own near-dup threshold (0.8 when it has none): b is 0.833 like a."""
+    trace = _own(near_dup)
+    starts = {b.id: b.start_token for b in trace.blocks if b.kind == "evidence" and b.id}
+    assert [d.fate for d in trace.decisions] == ["kept"] * 7
+    expected = (
+        SentPassage("a", 1, "[S1]", 1.0, 12, starts["a"]),
+        SentPassage("b", 2, "[S2]", 1.0, 12, starts["b"], *b_copy),
+        SentPassage("v1", 3, "[S3]", 1.0, 12, starts["v1"], superseded_by="v2"),
+        SentPassage("v2", 4, "[S4]", 1.0, 12, starts["v2"]),
+        SentPassage("d", 5, "[S5]", 0.17, 5, starts["d"]),   # 18 / 106 = 0.1698
+        SentPassage("e", 6, "[S6]", 1.0, 0, starts["e"]),    # an empty text counts nothing
+        SentPassage("u", 7, "[S7]", 1.0, 8, 0),              # a user document is not an evidence block
+    )
+    assert (starts["a"], starts["b"], starts["d"]) == (28, 51, 134)
+    assert of_build(trace) == Sent(expected, (), 61, 272, 7168, False, True, True, True, "replay", "bracket-s")
+    assert trace.prompt.tokens == 272 and 8192 - 1024 == 7168
+
+
+def test_a_near_copy_at_exactly_the_threshold_is_a_copy():
+    """9 words each, 8 shared: 8 / 10 = 0.8, the default threshold, which a copy reaches (>=)."""
+    one = Candidate("one", "alpha bravo charlie delta echo foxtrot golf hotel india", 0.9)
+    two = Candidate("two", "alpha bravo charlie delta echo foxtrot golf hotel juliet", 0.8)
+    trace = build((one, two), "alpha", Config(near_dup=None))
+    assert [(p.id, p.duplicate_of, p.similarity) for p in of_build(trace).passages] == [
+        ("one", None, None), ("two", "one", 0.8)]
+
+
+def test_other_versions_are_no_copies_of_each_other():
+    """v1 and v2 share 7 of 9 words (0.78): no copy at 0.7 either, being versions of one document."""
+    trace = build(_OWN[2:4], "refunds", Config(near_dup=None, prefer_newest=False))
+    assert [(p.id, p.duplicate_of, p.superseded_by) for p in of_build(
+        dataclasses.replace(trace, config=trace.config.replace(near_dup=0.7))).passages] == [
+        ("v1", None, "v2"), ("v2", None, None)]
+
+
+def test_a_builds_prompt_that_fills_the_window_exactly_is_not_over_it():
+    """With no safety margin and a window that leaves exactly the prompt's tokens, the prompt is not over (a
+    build never sends more: one token less and the final count drops a passage)."""
+    first = _own(None)
+    window = first.prompt.tokens + 1024
+    trace = build(_OWN, "How long do card refunds take?", first.config.replace(window=window, safety=0.0,
+                                                                               budget=first.budget.docs))
+    sent = of_build(trace)
+    assert sent.limit == sent.prompt_tokens == trace.prompt.tokens == first.prompt.tokens
+    assert sent.over_window is False
+
+
+# --- which candidates a sent prompt holds, at the edges of the word-share shortcuts (sent._matches) ----------
+
+def _read(cands, prompt):
+    return [(p.id, p.share, p.offset) for p in reconstruct(build(cands, "what?"), prompt).passages]
+
+
+@pytest.mark.parametrize("tail, found", [
+    ("kilo lima mike november oscar papa quebec", [("cut", 0.523, 4)]),        # 3 of 10 words sent: 30%, read
+    ("kilo lima mike november oscar papa quebec romeo", []),                    # 3 of 11: under 30%, skipped
+])
+def test_a_passage_cut_after_its_opening_is_read_from_three_tenths_of_its_words(tail, found):
+    """The opening (44 characters, more than the 40 looked for) was sent, then the prompt breaks off."""
+    c = Candidate("cut", f"abcdefghijklmn opqrstuvwxyzab cdefghijklmnop {tail}", 0.9)
+    assert _read((c,), "[1] abcdefghijklmn opqrstuvwxyzab cdefghijklmnop\n\nQuestion: what?") == found
+
+
+@pytest.mark.parametrize("opening, found", [
+    ("Alpha bravo charlie delta.", [("s", 0.534, 9)]),        # 6 of 10 words sent: 60%, its sentence read
+    ("Alpha bravo charlie delta echo.", []),                  # 6 of 11: under 60% and no opening: skipped
+])
+def test_a_passage_whose_opening_was_not_sent_is_read_by_its_sentences_from_six_tenths_of_its_words(opening, found):
+    c = Candidate("s", f"{opening} The refund is paid within days.", 0.9)
+    assert _read((c,), "Context: The refund is paid within days.\n\nQuestion?") == found
+
+
+def test_a_passage_whose_opening_starts_the_prompt_is_read_though_most_of_its_words_are_missing():
+    """The opening at offset 0 counts as found (8 of 15 words: under 60%)."""
+    c = Candidate("head", "Refunds are paid within five working days after the approval of the bank office manager "
+                          "today", 0.9)
+    assert _read((c,), "Refunds are paid within five working days after") == [("head", 0.505, 0)]
+
+
+def test_two_identical_candidates_sent_once_at_the_very_start_are_one_passage():
+    text = "Refunds are paid within five working days of approval."
+    cands = (Candidate("x1", text, 0.9), Candidate("x2", text, 0.8))
+    sent = reconstruct(build(cands, "how long?"), f"{text}\n\nQuestion: how long?")
+    assert [(p.id, p.offset) for p in sent.passages] == [("x1", 0)] and sent.not_sent == ("x2",)
+
+
+def test_a_label_is_read_only_between_the_passage_before_and_this_one():
+    """b follows a short labelled passage with no label of its own: [1] (within 40 characters) is a's, not b's."""
+    a = Candidate("a", "Refunds: five days.", 0.9)
+    b = Candidate("b", "Exchanges are possible within thirty days of purchase at any store.", 0.8)
+    sent = reconstruct(build((a, b), "q"), f"[1] {a.text} {b.text}\n\nQuestion: q")
+    assert [(p.id, p.label) for p in sent.passages] == [("a", "[1]"), ("b", None)]
+    assert sent.labelling == "bracket-number"
+
+
+def test_a_prompt_that_holds_no_passage_has_no_labelling():
+    a = Candidate("a", "Refunds: five days.", 0.9)
+    sent = reconstruct(build((a,), "q"), "Nothing relevant here at all.\n\nQuestion: q")
+    assert (sent.passages, sent.not_sent, sent.labelling) == ((), ("a",), "")
