@@ -1,8 +1,10 @@
 """``inspect``'s words held by hand-valued tables (issue #29). Each test names the bug it was checked against."""
 
+from pathlib import Path
+
 import pytest
 
-from ctxcore.io.inspect import PROMPT_LINES, _cut, closest, error_report
+from ctxcore.io.inspect import PROMPT_LINES, _cut, closest, error_report, inspect_file
 
 
 @pytest.mark.parametrize("text, n, cut", [
@@ -147,3 +149,69 @@ def test_closest_for_an_object_with_none_of_the_span_fields():
 def test_report_text_names_every_attribute_convention_comma_separated():
     assert report_text(_rep(conventions=["openinference", "gen_ai"])).split("\n")[1] == \
         "format: openinference (attributes: openinference, gen_ai)"
+
+
+# --- inspect_file: each way a file is read, as the whole report or its deciding fields ------------------------
+
+_TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
+_CLOSEST = ("f.json: not a logged trace: closest format recognised: a ctxcore candidates object, which lacks "
+            "'candidates' (nor does it have span fields: span_kind, context, resourceSpans, observations, run_type, "
+            "info)")
+
+
+@pytest.mark.parametrize("raw, rep", [
+    (b"\xff\xfe bad", {"source": "f.json", "format": None,
+                       "error": "f.json, line 1: not UTF-8 text (byte 0xff at offset 0); save the file as UTF-8"}),
+    (b'{"candidates": [{"id": "a", "text": "x"}], "query": "q"}',
+     {"source": "f.json", "format": "json", "logged": False, "documents": 1}),
+    (b'[{"id": "a", "text": "x"}, {"id": "b", "text": "y"}]',
+     {"source": "f.json", "format": "json", "logged": False, "documents": 2}),
+    (b'{"candidates": "no"}',
+     {"source": "f.json", "format": None, "error": "f.json, field 'candidates': must be a list of candidate objects"}),
+    (b'{"format": "ctxcore/0"}', {"source": "f.json", "format": None, "error": (
+        "f.json, field 'format': unsupported trace format 'ctxcore/0'; this version reads 'ctxcore.trace/1'")}),
+    (b'[{"id": "a"}]', {"source": "f.json", "format": None, "error": _CLOSEST}),   # not every item has a text
+    (b'{"foo": 1}', {"source": "f.json", "format": None, "error": _CLOSEST}),
+    (b"[]", {"source": "f.json", "format": None, "error": (
+        "f.json: not a logged trace: no format recognised (expected a JSON object, a list of spans or JSONL)")}),
+])
+def test_a_file_that_is_not_a_logged_trace_is_read_as_candidates_or_said_in_one_line(raw, rep):
+    assert inspect_file(raw, name="f.json") == rep
+
+
+def test_a_parquet_file_that_cannot_be_read_names_its_format():
+    rep = inspect_file(b"PAR1xxxxPAR1", name="spans.parquet")
+    assert (rep["source"], rep["format"]) == ("spans.parquet", "phoenix-parquet")
+    assert rep["error"].startswith("spans.parquet: not a readable parquet file (")
+
+
+def test_a_logged_trace_is_reported_for_the_run_asked_for_under_the_name_given():
+    path = _TRACES / "phoenix_multi.jsonl"
+    rep = inspect_file(str(path), run=2)
+    assert (rep["source"], rep["format"], rep["run"], rep["trace_id"]) == (
+        str(path), "openinference", 2, "e3f2a1b0c9d8e7f6a5b4c3d2e1f00112")
+    assert rep["query"] == "Can the customer keep a cracked $30 vase if we refund it?"
+    named = inspect_file(path.read_bytes(), trace_id="7d0c6f1e2a3b4c5d6e7f8091a2b3c4d5", name="mine.jsonl")
+    assert (named["source"], named["run"], named["trace_id"]) == ("mine.jsonl", 1, "7d0c6f1e2a3b4c5d6e7f8091a2b3c4d5")
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"run": 99}, "mine.jsonl, field 'run': run 99 is not in the file; it holds 2 runs (python -m ctxcore inspect "
+                  "lists them)"),
+    ({"trace_id": "nope"}, "mine.jsonl, field 'trace_id': trace 'nope' is not in the file; it holds: "
+                           "7d0c6f1e2a3b4c5d6e7f8091a2b3c4d5, e3f2a1b0c9d8e7f6a5b4c3d2e1f00112"),
+])
+def test_a_run_that_is_not_in_the_file_is_one_line_with_the_detected_format(options, error):
+    raw = (_TRACES / "phoenix_multi.jsonl").read_bytes()
+    assert inspect_file(raw, name="mine.jsonl", **options) == {"source": "mine.jsonl", "format": "openinference",
+                                                                "error": error}
+
+
+def test_documents_logged_by_id_only_are_read_with_the_texts_given():
+    raw = (_TRACES / "otlp_genai.json").read_bytes()
+    without = inspect_file(raw, name="g.json")
+    assert without["format"] == "otlp" and "give their text in a candidates file" in without["error"]
+    texts = {"kb-101": "Refunds take five days.", "kb-102": "Exchanges within 30 days.", "kb-103": "Keep the receipt."}
+    rep = inspect_file(raw, name="g.json", texts=texts)
+    assert "error" not in rep and rep["source"] == "g.json"
+    assert [d["id"] for d in rep["documents"]] == ["kb-101", "kb-102", "kb-103"]
