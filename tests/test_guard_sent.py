@@ -361,3 +361,15 @@ def test_a_prompt_that_holds_no_passage_has_no_labelling():
     a = Candidate("a", "Refunds: five days.", 0.9)
     sent = reconstruct(build((a,), "q"), "Nothing relevant here at all.\n\nQuestion: q")
     assert (sent.passages, sent.not_sent, sent.labelling) == ((), ("a",), "")
+
+
+def test_a_version_of_an_earlier_passage_is_still_checked_against_the_passages_after_it():
+    """v2 is a version of v1 (not a copy of it) and word for word x: a copy of x."""
+    cands = (Candidate("v1", "Policy v1: refunds within 30 days of purchase.", 0.9, doc_id="policy", version="1"),
+             Candidate("x", "Policy v2: refunds within 14 days of purchase for all card payments!", 0.8,
+                       doc_id="copy"),
+             Candidate("v2", "Policy v2: refunds within 14 days of purchase for all card payments.", 0.7,
+                       doc_id="policy", version="2"))
+    trace = build(cands, "refunds", Config(near_dup=None, prefer_newest=False, order="rank"))
+    assert [(p.id, p.duplicate_of, p.similarity, p.superseded_by) for p in of_build(trace).passages] == [
+        ("v1", None, None, "v2"), ("x", None, None, None), ("v2", "x", 1.0, None)]
