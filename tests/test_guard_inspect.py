@@ -215,3 +215,22 @@ def test_documents_logged_by_id_only_are_read_with_the_texts_given():
     rep = inspect_file(raw, name="g.json", texts=texts)
     assert "error" not in rep and rep["source"] == "g.json"
     assert [d["id"] for d in rep["documents"]] == ["kb-101", "kb-102", "kb-103"]
+
+
+def test_text_that_is_not_json_is_named_with_the_file():
+    assert inspect_file(b'{"candidates": [', name="f.json") == {
+        "source": "f.json", "format": None, "error": "f.json, line 1: not valid JSON: Expecting value (column 17)"}
+
+
+def test_what_a_higher_layer_adds_to_a_logged_run_and_why_it_could_not():
+    from ctxcore.errors import InputError
+
+    path = str(_TRACES / "phoenix_multi.jsonl")
+    rep = inspect_file(path, enrich=lambda loaded: {"policy": {"rules": len(loaded.candidates)}})
+    assert rep["policy"] == {"rules": len(rep["documents"])} and rep["run"] == 1
+
+    def refuse(loaded):
+        raise InputError("no prompt to read", source="x")
+
+    rep = inspect_file(path, enrich=refuse)
+    assert "policy" not in rep and rep["not_found"][-1] == "policy: not inferred (x: no prompt to read)"
