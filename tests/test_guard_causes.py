@@ -10,12 +10,13 @@ import dataclasses
 import pytest
 
 from ctxcore import Candidate, Config, build
-from ctxcore.analysis.causes import (HISTORY_CROWD, SAME_TOPIC, TRUST, _asks, _next_chunks, _same, _winner,
-                                     conflicting_sources, history_crowding)
+from ctxcore.analysis.causes import (HISTORY_CROWD, NEAR_THRESHOLD, SAME_TOPIC, TRUST, _asks, _next_chunks, _same,
+                                     _winner, conflicting_sources, history_crowding, per_document_cap, reranker_cut,
+                                     threshold_cut)
 from ctxcore.analysis.findings import Ctx
 from ctxcore.analysis.policy import Policy, Rule
 from ctxcore.analysis.sent import of_build
-from ctxcore.records import Inputs
+from ctxcore.records import Inputs, Logged
 
 
 def _c(cid, date=None, source_type=None, text="x"):
@@ -301,3 +302,139 @@ def test_a_superseded_passage_takes_no_part_in_a_conflict():
     ctx = Ctx(trace, of_build(trace), (), "", None, None, Policy())
     assert [p.superseded_by for p in ctx.sent.passages if p.id == "v1"] == ["v2"]
     assert [f.ids for f in conflicting_sources(ctx)] == [("blog", "v2")]
+
+
+# --- a score threshold, a per-document cap and a reranker's cut: the pipeline's rules as causes ---------------
+
+Q4 = "alpha bravo charlie delta"
+SENT = Candidate("s1", "alpha kilo lima mike.", 0.9)
+
+
+def _ruled(cands, rules, settings=(), logged=None, **config):
+    trace = build(cands, Q4, Config(**config))
+    if logged is not None:
+        trace = dataclasses.replace(trace, logged=logged)
+    return Ctx(trace, of_build(trace), (), "", None, None, Policy(tuple(rules), tuple(settings)))
+
+
+FLOOR = Rule("threshold", 0.45, "nothing under 0.45 was sent", "likely")
+
+
+def _threshold(score, max_passages=None):
+    x = Candidate("x", "bravo charlie zulu.", score)
+    settings = (("min_score", 0.45),) + ((("max_passages", max_passages),) if max_passages else ())
+    ctx = _ruled((SENT, x), [FLOOR], settings, min_score=0.45, max_passages=max_passages)
+    return threshold_cut(ctx)
+
+
+def test_a_passage_just_under_the_score_floor_is_the_cause_and_the_lower_floor_sends_it():
+    [f] = _threshold(0.4267)
+    assert (f.kind, f.severity, f.ids, f.fix, f.fix_verified) == ("threshold_cut", 3, ("x",), {"min_score": 0.42},
+                                                                  True)
+    assert f.title == ("x scored 0.43, just under your pipeline's minimum relevance score of 0.45, so it was never "
+                       "sent; it holds what the question asks about (bravo, charlie) and nothing sent does.")
+    assert f.evidence == "Your pipeline's rule: nothing under 0.45 was sent."
+    assert f.proof == ("re-running your pipeline with the lower minimum sends it; re-run with it, x is in the prompt "
+                       "as [S2], position 2 of 2")
+    assert f.fix_said == "lower the minimum relevance score from 0.45 to 0.42 (ctxcore: min_score 0.42)"
+
+
+def test_with_a_passage_count_the_floor_and_one_more_passage_are_offered():
+    [f] = _threshold(0.4267, max_passages=1)
+    assert (f.fix, f.fix_verified) == ({"min_score": 0.42, "max_passages": 2}, True)
+    assert f.fix_said == ("lower the minimum relevance score from 0.45 to 0.42 and send 2 passages instead of 1 "
+                          "(ctxcore: min_score 0.42, max_passages 2)")
+
+
+@pytest.mark.parametrize("score, found", [(0.30, True), (0.2999, False), (0.4499, True), (0.45, False)])
+def test_just_under_is_at_most_fifteen_hundredths_under(score, found):
+    assert NEAR_THRESHOLD == 0.15
+    assert bool(_threshold(score)) is found
+
+
+def test_no_threshold_rule_no_threshold_cause():
+    x = Candidate("x", "bravo charlie zulu.", 0.43)
+    assert threshold_cut(_ruled((SENT, x), [], (("min_score", 0.45),), min_score=0.45)) == []
+
+
+def test_of_two_passages_under_the_floor_the_stronger_is_named():
+    cands = (SENT, Candidate("x", "bravo charlie zulu.", 0.40), Candidate("y", "bravo charlie yankee.", 0.44))
+    [f] = threshold_cut(_ruled(cands, [FLOOR], (("min_score", 0.45),), min_score=0.45))
+    assert f.ids == ("y",) and f.fix == {"min_score": 0.44}
+
+
+PER_DOC = Rule("per_document", True, "one chunk per document", "likely")
+
+
+def _doc_cap(lead, nxt="bravo charlie zulu yankee.", merge=False):
+    c = Candidate("d#1", lead, 0.9, doc_id="d", chunk_index=1)
+    n = Candidate("d#2", nxt, 0.5, doc_id="d", chunk_index=2)
+    ctx = _ruled((c, n), [PER_DOC], (("max_passages", 1),), max_passages=1)
+    if merge:
+        ctx.case = dataclasses.replace(ctx.case, config=ctx.case.config.replace(merge_adjacent=True))
+    return per_document_cap(ctx)
+
+
+def test_the_chunk_after_a_sent_one_that_the_question_needs_is_the_cause():
+    [f] = _doc_cap("alpha kilo lima mike.")
+    assert (f.kind, f.ids, f.fix, f.fix_verified) == ("per_document_cap", ("d#2", "d#1"), {"merge_adjacent": True},
+                                                      True)
+    assert f.title == ("Your pipeline sends one chunk per document, so d#2, the next chunk of d after the sent d#1, "
+                       "was retrieved but never sent: d#2 holds what the question asks about (bravo, charlie) and "
+                       "nothing sent does.")
+    assert f.evidence == "d#1 is chunk 1 and d#2 chunk 2 of d."
+    assert f.proof.startswith("merging adjacent chunks sends d#2 together with d#1; re-run with it, d#1 is in the "
+                              "prompt as [S1]")
+    assert f.fix_said == ("send the next chunk of the same document, or merge adjacent chunks before the "
+                          "one-per-document cap (ctxcore: merge_adjacent on)")
+
+
+def test_a_sent_chunk_that_ends_in_a_colon_leads_into_the_next_whatever_it_holds():
+    [f] = _doc_cap("alpha: the steps are as follows:", nxt="kilo lima mike november.")
+    assert f.title.endswith('was retrieved but never sent: d#1 ends "…alpha: the steps are as follows:" and the text '
+                            'it leads into is d#2.')
+
+
+def test_a_next_chunk_the_question_does_not_need_after_a_finished_chunk_is_no_cause():
+    assert _doc_cap("alpha kilo lima mike.", nxt="kilo lima mike november.") == []
+    assert per_document_cap(_ruled((SENT,), [], ())) == []
+
+
+def test_a_merge_the_pipeline_already_does_is_offered_as_no_fix():
+    [f] = _doc_cap("alpha kilo lima mike.", merge=True)
+    assert (f.fix, f.fix_verified, f.after) == (None, False, None)
+    assert f.proof == "merging adjacent chunks did not send them together"
+
+
+def _reranked(cut_ids, info, kept=("s1",)):
+    cands = (SENT, Candidate("x", "bravo charlie zulu.", 0.5), Candidate("y", "bravo yankee.", 0.4),
+             Candidate("z", "kilo november.", 0.3))
+    logged = Logged("openinference", prompt_text="p", reranker=info, reranked=kept, reranker_cut=cut_ids)
+    return reranker_cut(_ruled(cands, [], (("max_passages", 1),), logged=logged, max_passages=1))
+
+
+def test_a_passage_the_reranker_dropped_that_the_question_needs_is_the_cause():
+    [f] = _reranked(("x", "y", "z"), {"span": "rerank", "top_k": 1})
+    assert (f.kind, f.ids, f.fix, f.fix_verified) == ("reranker_cut", ("x",), {"max_passages": 2}, True)
+    assert f.title == ("Your reranker (rerank) kept 1 of the retrieved passages and dropped x before the prompt was "
+                       "built, yet x holds what the question asks about (bravo, charlie) and nothing sent does.")
+    assert f.evidence == "It kept s1; 3 passages were dropped at that step."
+    assert f.fix_said == "raise the reranker's top_n from 1 to 2 (ctxcore: max_passages 2)"
+    assert f.proof.startswith("re-running your pipeline with 2 passages sends it")
+
+
+def test_a_filter_step_is_named_as_one_and_asked_to_keep_more():
+    [f] = _reranked(("x",), {"span": "filter-7", "step": "filter", "top_k": 1})
+    assert f.title.startswith("Your filter step (filter-7) kept 1 of the retrieved passages and dropped x")
+    assert f.fix_said == "let your filter step (filter-7) keep 2 passages instead of 1 (ctxcore: max_passages 2)"
+
+
+def test_without_a_span_or_top_k_the_reranker_is_named_plainly_and_its_kept_count_is_the_top():
+    [f] = _reranked(("x",), None, kept=("s1", "z"))
+    assert f.title.startswith("Your reranker kept 2 of the retrieved passages and dropped x")
+    assert f.fix == {"max_passages": 3} and f.fix_said.startswith("raise the reranker's top_n from 2 to 3")
+
+
+def test_a_reranker_cut_of_nothing_needed_is_no_cause():
+    assert _reranked(("z",), {"span": "rerank", "top_k": 1}) == []
+    assert _reranked((), {"span": "rerank", "top_k": 1}) == []

@@ -66,8 +66,9 @@ def threshold_cut(ctx: Ctx) -> list[Finding]:
     if rule is None:
         return []
     floor = float(rule.value)
+    # 1e-9: 0.45 - 0.15 is 0.30000000000000004, and a score of 0.30 is 0.15 under 0.45
     under = [cid for cid in ctx.lost if ctx.by_id[cid].score is not None
-             and floor - NEAR_THRESHOLD <= ctx.by_id[cid].score < floor and ctx.needed(cid)]
+             and floor - NEAR_THRESHOLD - 1e-9 <= ctx.by_id[cid].score < floor and ctx.needed(cid)]
     if not under:
         return []
     cid = max(under, key=ctx.strength)
