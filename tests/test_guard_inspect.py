@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxcore.errors import InputError
 from ctxcore.io.inspect import PROMPT_LINES, _cut, closest, error_report, inspect_file
 
 
@@ -223,8 +224,6 @@ def test_text_that_is_not_json_is_named_with_the_file():
 
 
 def test_what_a_higher_layer_adds_to_a_logged_run_and_why_it_could_not():
-    from ctxcore.errors import InputError
-
     path = str(_TRACES / "phoenix_multi.jsonl")
     rep = inspect_file(path, enrich=lambda loaded: {"policy": {"rules": len(loaded.candidates)}})
     assert rep["policy"] == {"rules": len(rep["documents"])} and rep["run"] == 1

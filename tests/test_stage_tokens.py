@@ -1,9 +1,14 @@
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxcore.stages.tokens as tokens
 from ctxcore import Candidate, Config, build, encoding_for_model, get_tokenizer
+from ctxcore.io.loaders import load
+from ctxcore.pipeline import state_before
+from ctxcore.stages import assemble
 
 
 def test_model_names_map_to_encodings():
@@ -122,12 +127,6 @@ def test_o200k_carries_a_line_end_into_a_slash_so_that_is_no_boundary():
 
 def test_every_sample_prompts_blocks_are_the_whole_prompts_spans():
     """The blocks of every sample scenario's prompt, on both encodings, as the plain definition spans them."""
-    from pathlib import Path
-
-    from ctxcore.io.loaders import load
-    from ctxcore.pipeline import state_before
-    from ctxcore.stages import assemble
-
     checked = 0
     for path in sorted((Path(__file__).resolve().parent.parent / "sample_data").glob("0*.json")):
         loaded = load(str(path))
