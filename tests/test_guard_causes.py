@@ -11,8 +11,8 @@ import pytest
 
 from ctxcore import Candidate, Config, build
 from ctxcore.analysis.causes import (HISTORY_CROWD, NEAR_THRESHOLD, SAME_TOPIC, TRUST, _asks, _next_chunks, _same,
-                                     _winner, conflicting_sources, history_crowding, per_document_cap, reranker_cut,
-                                     threshold_cut)
+                                     _winner, conflicting_sources, history_crowding, numbers, paraphrased_duplicates,
+                                     per_document_cap, reranker_cut, threshold_cut)
 from ctxcore.analysis.findings import Ctx
 from ctxcore.analysis.policy import Policy, Rule
 from ctxcore.analysis.sent import of_build
@@ -438,3 +438,56 @@ def test_without_a_span_or_top_k_the_reranker_is_named_plainly_and_its_kept_coun
 def test_a_reranker_cut_of_nothing_needed_is_no_cause():
     assert _reranked(("z",), {"span": "rerank", "top_k": 1}) == []
     assert _reranked((), {"span": "rerank", "top_k": 1}) == []
+
+
+# --- rewordings that crowd out the rest of the question, and the numbers a text states -----------------------
+
+REWORDED = (Candidate("p1", "Card refunds take five days.", 0.9),
+            Candidate("p2", "The card refunds will take five days in total, we think.", 0.85),
+            Candidate("p3", "For a card, refunds can take about five days or so.", 0.8))
+CASH = Candidate("x", "Cash back instead of a card refund is possible at the store.", 0.5)
+QCASH = "How long do card refunds take, and can I get cash back instead?"
+THREE = (Rule("passages", 3, "3 of 4 sent", "likely"),)
+
+
+def _paraphrased(cands, k=3):
+    trace = build(cands, QCASH, Config(max_passages=k))
+    return paraphrased_duplicates(Ctx(trace, of_build(trace), (), "", None, None,
+                                      Policy(THREE, (("max_passages", k),))))
+
+
+def test_rewordings_that_took_the_room_of_the_rest_of_the_question_are_the_cause():
+    [f] = _paraphrased(REWORDED + (CASH,))
+    assert (f.kind, f.severity, f.ids, f.fix, f.fix_verified) == ("paraphrased_duplicates", 3,
+                                                                  ("x", "p1", "p3", "p2"), {"near_dup": 0.25}, True)
+    assert f.title == ("3 rewordings of one passage (p1) took 100% of what was sent, so x, which covers the rest of "
+                       "the question (cash, back, instead), was never sent.")
+    assert f.evidence == ("p1, p3, p2 share at least 83% of their content words, though only 0.29 of their word "
+                          "sets (too different for a copy check at 0.8).")
+    assert f.proof == ("re-running your pipeline with rewordings removed sends it; re-run with it, x is in the "
+                       "prompt as [S2], position 2 of 2")
+    assert f.fix_said == "treat passages that say the same thing in other words as copies (ctxcore: near_dup 0.25)"
+
+
+def test_two_rewordings_are_not_enough_to_crowd_anything_out():
+    assert _paraphrased(REWORDED[:2] + (CASH,), k=2) == []
+
+
+def test_rewordings_of_a_small_share_of_what_was_sent_are_no_cause():
+    """A long fourth passage sent with them: the three take under a quarter of the evidence."""
+    long = Candidate("w", "Warranty claims are handled by the maker, " * 12, 0.95)
+    assert _paraphrased((long,) + REWORDED + (CASH,), k=4) == []
+
+
+def test_rewordings_with_nothing_needed_left_out_are_no_cause():
+    assert _paraphrased(REWORDED + (Candidate("z", "Parcel tracking numbers are emailed.", 0.5),)) == []
+
+
+@pytest.mark.parametrize("text, found", [
+    ("Refunds up to 1,500 EUR within 14 days (since 2025-03) [2].", {"1500", "14", "2025", "03"}),
+    ("See [12]5 and [S3] 7.", {"5", "7"}),     # a citation is no number, and what follows it still is
+    ("Version 2.5, not v3 or 4b.", {"2.5"}),
+    ("No numbers here.", set()),
+])
+def test_the_numbers_a_text_states(text, found):
+    assert numbers(text) == found
