@@ -17,9 +17,9 @@ import pytest
 from ctxcore import Candidate, Config, build
 from ctxcore.analysis.answer import Check
 from ctxcore.analysis.findings import MAX_PROOFS, RELEVANT, Ctx, Finding, landing, with_budget
-from ctxcore.analysis.notes import QUOTE, _quote, answer_notes, reranker_said
+from ctxcore.analysis.notes import QUOTE, _quote, answer_notes, cut_notes, missing_notes, reranker_said
 from ctxcore.analysis.policy import Policy
-from ctxcore.analysis.sent import content_words, of_build
+from ctxcore.analysis.sent import content_words, of_build, reconstruct
 from ctxcore.records import Logged
 
 QUERY = "alpha bravo charlie delta"
@@ -266,3 +266,66 @@ def test_where_a_fixed_passage_lands_is_said_only_when_it_is_kept(found, said):
 ])
 def test_a_fix_that_needed_a_budget_says_how_much_evidence_room(said, fix, out):
     assert with_budget(said, fix) == out
+
+
+# --- the notes of the passages left out or cut, and of the answer's checks ------------------------------------
+
+NOTE_CANDS = (Candidate("s1", "alpha kilo lima mike.", 0.9), Candidate("x", "bravo charlie zulu.", 0.8),
+              Candidate("y", "delta yankee " * 30, 0.7), Candidate("z", "kilo november.", 0.6),
+              Candidate("r", "charlie romeo.", 0.5))
+NOTE_PROMPT = "[1] alpha kilo lima mike.\n\nQuestion: alpha bravo charlie delta"
+
+
+def _noted(cands=NOTE_CANDS, prompt=NOTE_PROMPT):
+    trace = build(cands, QUERY, Config(budget=60))
+    logged = Logged("openinference", prompt_text=prompt, reranker={"span": "rr"}, reranked=("s1", "x", "y", "z"),
+                    reranker_cut=("r",))
+    trace = dataclasses.replace(trace, logged=logged)
+    return Ctx(trace, reconstruct(trace, prompt), (), "", None, None, Policy())
+
+
+def test_the_strongest_passages_left_out_are_noted_with_what_the_replay_does_with_them():
+    ctx = _noted()
+    assert ctx.sent.not_sent == ("x", "y", "z", "r")
+    reason = {d.id: d.reason for d in ctx.trace.decisions}
+    notes, more = missing_notes(ctx, set())
+    assert [(f.kind, f.severity, f.role, f.ids, f.title, f.evidence) for f in notes] == [
+        ("missing_from_logged_prompt", 1, "note", ("x",), "x was retrieved but never sent",
+         "the replay keeps it as [S3]; the prompt as sent does not contain it"),
+        ("missing_from_logged_prompt", 1, "note", ("y",), "y was retrieved but never sent",
+         f"the replay drops it too: {reason['y']}; the prompt as sent does not contain it"),
+        ("cut_by_reranker", 1, "note", ("r",), "r was cut by the reranker (rr) before context construction",
+         f"the reranker kept 4 passages (s1, x, y, z); the replay drops it too: {reason['r']}"),
+    ]  # z holds no question word: not noted, but counted among the rest
+    assert more == 1
+    assert [f.ids for f in missing_notes(ctx, {"y"})[0]] == [("x",), ("r",)] and missing_notes(ctx, {"y"})[1] == 1
+
+
+def test_at_most_five_passages_left_out_are_noted_the_strongest_first():
+    extra = tuple(Candidate(f"w{i}", f"bravo whiskey {i}.", 0.4 - i / 100) for i in range(4))
+    ctx = _noted(NOTE_CANDS + extra)
+    notes, more = missing_notes(ctx, set())
+    assert [f.ids[0] for f in notes] == ["x", "y", "r", "w0", "w1"]
+    assert more == len(ctx.sent.not_sent) - 5 == 3
+
+
+def test_a_passage_cut_part_way_in_the_sent_prompt_is_noted_with_its_share():
+    x = Candidate("x", "bravo charlie zulu yankee oscar papa quebec romeo sierra tango.", 0.8)
+    ctx = _noted((NOTE_CANDS[0], x), "[1] alpha kilo lima mike.\n[2] bravo charlie zulu yankee oscar papa quebec"
+                                     "\n\nQuestion: q")
+    [p] = [p for p in ctx.sent.passages if p.id == "x"]
+    assert p.cut and p.share == 0.698  # 44 of its 63 characters
+    [f] = cut_notes(ctx, set())
+    assert (f.kind, f.severity, f.role, f.ids, f.title, f.evidence) == (
+        "cut_in_logged_prompt", 1, "note", ("x",), "x reached the prompt only in part",
+        "70% of its text is in what was sent: it was cut off")
+    assert cut_notes(ctx, {"x"}) == []
+
+
+def test_a_bad_answer_check_is_a_note_with_its_detail_and_ids():
+    bad = Check("[S9]", "citation", "unknown_label", "no [S9] in the prompt", ids=("c9",))
+    uncited = Check("Refunds take five days.", "citation", "uncited", "", ids=("c1",))
+    notes = answer_notes([bad, uncited])
+    assert [(f.kind, f.evidence, f.ids) for f in notes] == [
+        ("answer_unknown_label", "no [S9] in the prompt", ("c9",)),
+        ("answer_uncited", "a claim without a citation cannot be checked against what was sent", ("c1",))]
