@@ -16,7 +16,7 @@ import pytest
 
 from ctxcore import Candidate, Config, build
 from ctxcore.analysis.answer import Check
-from ctxcore.analysis.findings import MAX_PROOFS, RELEVANT, Ctx, Finding, landing, with_budget
+from ctxcore.analysis.findings import MAX_PROOFS, RELEVANT, Ctx, Finding, landing, setting_said, with_budget
 from ctxcore.analysis.notes import QUOTE, _quote, answer_notes, cut_notes, missing_notes, reranker_said
 from ctxcore.analysis.policy import Policy
 from ctxcore.analysis.sent import content_words, of_build, reconstruct
@@ -329,3 +329,42 @@ def test_a_bad_answer_check_is_a_note_with_its_detail_and_ids():
     assert [(f.kind, f.evidence, f.ids) for f in notes] == [
         ("answer_unknown_label", "no [S9] in the prompt", ("c9",)),
         ("answer_uncited", "a claim without a citation cannot be checked against what was sent", ("c1",))]
+
+
+def test_every_passage_left_out_noted_leaves_none_to_count():
+    ctx = _noted(NOTE_CANDS[:2])
+    notes, more = missing_notes(ctx, set())
+    assert [f.ids for f in notes] == [("x",)] and more == 0
+
+
+def test_a_reranker_that_kept_many_lists_eight():
+    trace = build(NOTE_CANDS, QUERY, Config(budget=60))
+    kept = tuple(f"k{i}" for i in range(10))
+    logged = Logged("openinference", prompt_text=NOTE_PROMPT, reranked=kept, reranker_cut=("r",))
+    trace = dataclasses.replace(trace, logged=logged)
+    ctx = Ctx(trace, reconstruct(trace, NOTE_PROMPT), (), "", None, None, Policy())
+    [cut] = [f for f in missing_notes(ctx, set())[0] if f.kind == "cut_by_reranker"]
+    assert cut.title == "r was cut by the reranker before context construction"
+    assert cut.evidence.startswith("the reranker kept 10 passages (k0, k1, k2, k3, k4, k5, k6, k7); ")
+
+
+def test_each_re_run_is_reported_as_progress_in_the_pipelines_words():
+    calls = []
+    trace = build((S1, X, Y), QUERY, Config(budget=30))
+    ctx = Ctx(trace, of_build(trace), (), "", None, lambda *a: calls.append(a), Policy())
+    assert ctx.run({"budget": 40}).config.budget == 40
+    ctx.run({})
+    assert calls == [(1, MAX_PROOFS + 2, "re-running your pipeline with budget 40"),
+                     (2, MAX_PROOFS + 2, "re-running your pipeline with no change")]
+
+
+@pytest.mark.parametrize("fix, said", [
+    (None, ""), ({}, ""),
+    ({"merge_adjacent": True, "prefer_newest": False, "near_dup": None}, "merge_adjacent on, prefer_newest off, "
+                                                                         "near_dup off"),
+    ({"min_score": 0.45, "safety": 1e-07, "max_passages": 3, "order": "rank"},
+     "min_score 0.45, safety 1e-07, max_passages 3, order rank"),
+    ({"history_share": 0.2, "budget": 1500}, "history_share 0.2, budget 1500"),
+])
+def test_a_setting_change_in_the_settings_pages_words(fix, said):
+    assert setting_said(fix) == said
