@@ -491,3 +491,46 @@ def test_rewordings_with_nothing_needed_left_out_are_no_cause():
 ])
 def test_the_numbers_a_text_states(text, found):
     assert numbers(text) == found
+
+
+def test_the_reranker_finding_whole():
+    [f] = _reranked(("x", "y", "z"), {"span": "rerank", "top_k": 1})
+    assert (f.severity, f.role, f.folded) == (3, "cause", ())
+    assert f.proof == ("re-running your pipeline with 2 passages sends it; re-run with it, x is in the prompt as "
+                       "[S2], position 2 of 2")
+    assert f.after == {"id": "x", "fate": "kept", "label": "S2", "position": 2, "of": 2}
+
+
+def test_a_passage_ranked_low_needs_the_passages_down_to_its_rank():
+    """q is ranked 7th of 7: one more than the step kept (2) would not reach it; 7 passages do."""
+    low = (Candidate("w1", "kilo a.", 0.29), Candidate("w2", "kilo b.", 0.28),
+           Candidate("q", "bravo charlie delta quebec.", 0.1))
+    cands = (SENT, Candidate("x", "bravo charlie zulu.", 0.5), Candidate("y", "bravo yankee.", 0.4),
+             Candidate("z", "kilo november.", 0.3)) + low
+    logged = Logged("openinference", prompt_text="p", reranker={"span": "rerank", "top_k": 1}, reranked=("s1",),
+                    reranker_cut=("q", "x"))
+    [f] = reranker_cut(_ruled(cands, [], (("max_passages", 1),), logged=logged, max_passages=1))
+    assert f.ids == ("q",)  # of the two needed, the one holding more of the question (3 of 4 words against 2)
+    assert f.fix == {"max_passages": 7} and f.fix_said.startswith("raise the reranker's top_n from 1 to 7")
+
+
+def test_a_top_k_that_is_not_a_number_is_not_taken_for_one():
+    [f] = _reranked(("x",), {"span": "rerank", "top_k": "2"}, kept=("s1", "z"))
+    assert f.fix_said == "raise the reranker's top_n from 2 to 3 (ctxcore: max_passages 3)"  # the 2 it kept
+
+
+@pytest.mark.parametrize("kept, listed", [(6, "k0, k1, k2, k3, k4, k5;"), (7, "k0, k1, k2, k3, k4, k5…;")])
+def test_the_reranker_evidence_lists_six_it_kept(kept, listed):
+    [f] = _reranked(("x",), {"top_k": 1}, kept=tuple(f"k{i}" for i in range(kept)))
+    assert f.evidence == f"It kept {listed} 1 passages were dropped at that step."
+
+
+def test_the_per_document_and_rewording_findings_whole():
+    [f] = _doc_cap("alpha kilo lima mike.")
+    assert (f.severity, f.role, f.after) == (3, "cause", {"id": "d#1", "fate": "kept", "label": "S1", "position": 1,
+                                                          "of": 1})
+    assert f.proof == ("merging adjacent chunks sends d#2 together with d#1; re-run with it, d#1 is in the prompt as "
+                       "[S1], position 1 of 1")
+    [p] = _paraphrased(REWORDED + (CASH,))
+    assert (p.severity, p.role, p.after) == (3, "cause", {"id": "x", "fate": "kept", "label": "S2", "position": 2,
+                                                          "of": 2})
