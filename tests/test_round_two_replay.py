@@ -260,13 +260,19 @@ def test_workers_that_cannot_import_ctxcore_are_one_line_saying_the_fix(tmp_path
 # 3. Ctrl-C: exit 130, no traceback, the partial report
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C as a terminal's shell leaves it: a test run started in the background of a non-interactive shell
+    (`cmd &`) inherits SIGINT ignored, and a Python started so never installs its KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_cleanly_and_writes_the_partial_report(tmp_path):
     log = tmp_path / "log.jsonl"
     log.write_text(SAMPLE.read_text(encoding="utf-8") * 100, encoding="utf-8")  # 3,000 runs: still running at Ctrl-C
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "ctxcore", "replay", str(log), "--budget", "250", "--out",
                              str(out), "--workers", "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_as_from_a_terminal)
     try:
         first = proc.stderr.readline()
         assert first.startswith("replay: ") and "runs/s" in first, first

@@ -208,15 +208,17 @@ def paraphrased_duplicates(ctx: Ctx) -> list[Finding]:
     same = min(_same(cw[a], cw[b]) for a, b in pairs)
     cut = math.floor(min(jac) * 20) / 20
     fix, ok, at = ctx.reach(cid, [{"near_dup": cut}, {"select": "mmr"}])
+    as_copies = bool(fix and "near_dup" in fix)
     return [Finding(
         "paraphrased_duplicates", 3,
         f"{len(members)} rewordings of one passage ({members[0]}) took {pct(share)} of what was sent, so {cid}, "
         f"which covers the rest of the question ({_asks(ctx, cid)}), was never sent.",
         f"{', '.join(members)} share at least {pct(same)} of their content words, though only {min(jac):.2f} of "
         f"their word sets (too different for a copy check at {ctx.threshold:g}).", fix, ok, (cid, *members),
-        proof=("re-running your pipeline with rewordings removed sends it" + landing(at)) if ok
+        proof=(("re-running your pipeline with rewordings removed sends it" if as_copies else
+                "re-running your pipeline preferring passages that add something new sends it") + landing(at)) if ok
         else "no re-run tried sent it", after=at,
-        fix_said=("treat passages that say the same thing in other words as copies" if fix and "near_dup" in fix
+        fix_said=("treat passages that say the same thing in other words as copies" if as_copies
                   else "prefer passages that add something new over rewordings")
         + f" (ctxcore: {setting_said(fix or {'near_dup': cut})})")]
 
