@@ -50,7 +50,7 @@ from dataclasses import replace
 from typing import Callable, Optional
 
 from . import policy as pipeline_policy
-from .answer import Check, check_answer, follows_instruction
+from .answer import check_answer, follows_instruction
 from .causes import PIPELINE_DETECTORS
 from .notes import answer_notes, cut_notes, missing_notes, reranker_cut, reranker_said
 from .findings import MAX_PROOFS, RELEVANT, Ctx, Diagnosis, Finding, landing, pct, setting_said, where, with_budget
@@ -510,13 +510,4 @@ def _resolved(trace: Trace, f: Finding, limit: int) -> bool:
     return d.fate == "kept"
 
 
-def findings(trace: Trace, **kw) -> list[Finding]:
-    """The diagnosis as a flat list: root cause first, then other causes, then notes."""
-    return list(diagnose(trace, **kw).findings)
-
-
-def answer_checks(trace: Trace, answer: str, logged_prompt: Optional[str] = None) -> list[Check]:
-    return check_answer(trace, answer, logged_prompt, sent=of_trace(trace, logged_prompt))
-
-
-__all__ = ["Diagnosis", "Finding", "KINDS", "MAX_PROOFS", "ORDER", "answer_checks", "diagnose", "findings"]
+__all__ = ["Diagnosis", "Finding", "KINDS", "MAX_PROOFS", "ORDER", "diagnose"]

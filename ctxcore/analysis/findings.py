@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..errors import BuildError
 from ..pipeline import rank_order
 from ..records import Config, Trace
 from .explain import Case
@@ -143,13 +144,17 @@ class Ctx:
     def reach(self, cid: str, tries, *, edge: bool = False) -> tuple[Optional[dict], bool, Optional[dict]]:
         """The first fix of ``tries`` under which ``cid`` is kept (at an edge when asked), with the budget it
         needs added when it only misses the budget; (fix, verified, where it lands). Fixes that change nothing
-        in the pipeline's settings are not tried."""
+        in the pipeline's settings are not tried, and one the engine cannot build (a window too small for the
+        blocks that must be sent) keeps nothing."""
         tries = [t for t in tries if t and self.changes(t)]
         last = None
         for fix in tries:  # first as they are; then the first one that only misses the budget, with more
             if self.proofs >= MAX_PROOFS + 2:
                 break
-            t = self.run(fix)
+            try:
+                t = self.run(fix)
+            except BuildError:  # the fix leaves no room for the blocks that must be sent: it proves nothing
+                continue
             d = t.decision(cid)
             if d.fate == "kept" and (not edge or d.position in (1, len(t.kept()))):
                 return fix, True, where(t, cid)
