@@ -4,6 +4,8 @@ sent as evidence. Each finding is checked field by field against values worked o
 
 from __future__ import annotations
 
+import pytest
+
 from ctxcore import Candidate, Config, build
 from ctxcore.analysis import diagnosis as dg
 from ctxcore.analysis.findings import Ctx
@@ -144,3 +146,53 @@ def test_instruction_like_text_sent_as_evidence_is_named_with_where_it_was_sent(
 
 def test_passages_without_instruction_like_text_raise_nothing():
     assert dg._instructions(_ctx(build(TWO, Q, Config()))) == []
+
+
+# --- a fix the current replay already does ----------------------------------------------------------------------
+
+DOC = (Candidate("a", "To reset the router password, unplug it.", 0.9, doc_id="d", chunk_index=1),
+       Candidate("b", "Then hold the reset button.", 0.8, doc_id="d", chunk_index=2),
+       Candidate("c", "The label shows the password.", 0.7), Candidate("e", "Admin page steps for a reset.", 0.6),
+       Candidate("z", "Bananas are yellow.", 0.1))
+MERGED = build(DOC, Q, Config(merge_adjacent=True, order="rank"))   # a (with b merged in), c, e, z: 177 tokens
+TOP3 = build(DOC, Q, Config(order="rank", max_passages=3))          # a, b, c kept; e and z over the limit
+ABSTAINS = build(DOC, Q, Config(order="rank", min_score=0.95))      # nothing scores 0.95: the model is told to abstain
+
+
+def _f(kind, ids, verified=True):
+    return dg.Finding(kind, 3, "", "", {"x": 1}, verified, tuple(ids))
+
+
+@pytest.mark.parametrize("trace, kind, ids, limit, resolved", [
+    (TOP3, "not_sent", ["c"], 0, True),
+    (TOP3, "not_sent", ["e"], 0, False),
+    (TOP3, "threshold_cut", [], 0, False),                       # nothing named: nothing to be resolved
+    # the newer version kept and the older not
+    (TOP3, "outdated_version_sent", ["e", "c"], 0, True),
+    (TOP3, "outdated_version_sent", ["c", "e"], 0, False),
+    (TOP3, "outdated_version_sent", ["b", "c"], 0, False),       # both kept: the older is still sent
+    # the model told to abstain
+    (ABSTAINS, "unsupported_answer", ["z"], 0, True),
+    (TOP3, "nothing_relevant", ["z"], 0, False),
+    # kept whole, and the prompt within the limit (177 tokens)
+    (MERGED, "prompt_over_window", ["c"], 177, True),
+    (MERGED, "prompt_over_window", ["c"], 176, False),
+    (MERGED, "prompt_cut_off", ["b"], 1000, False),              # merged into a: not kept as itself
+    # at an edge: first or last of the four kept
+    (MERGED, "buried_in_middle", ["a"], 0, True),
+    (MERGED, "buried_in_middle", ["z"], 0, True),
+    (MERGED, "buried_in_middle", ["c"], 0, False),
+    # merged: the head kept and every other chunk merged into it
+    (MERGED, "fragmented_document", ["a", "b"], 0, True),
+    (TOP3, "fragmented_document", ["a", "b"], 0, False),
+    (MERGED, "fragmented_document", ["a", "c"], 0, False),
+    (MERGED, "per_document_cap", ["b", "a"], 0, True),           # ids: the next chunk, then the sent one
+    (MERGED, "per_document_cap", ["c", "a"], 0, False),
+    (TOP3, "per_document_cap", ["b", "a"], 0, False),
+])
+def test_a_fix_is_resolved_when_the_current_replay_already_does_what_it_claims(trace, kind, ids, limit, resolved):
+    assert dg._resolved(trace, _f(kind, ids), limit) is resolved
+
+
+def test_an_unproved_fix_is_never_resolved():
+    assert dg._resolved(TOP3, _f("not_sent", ["c"], verified=False), 0) is False

@@ -56,6 +56,14 @@ def test_fewer_tokens_for_the_answer_only_when_that_leaves_some_and_less_than_re
     assert _window_fixes(ctx) == ([first] if first else []) + [window]
 
 
+@pytest.mark.parametrize("max_output, first", [(1000, None), (1001, {"max_output": 1000})])
+def test_fewer_tokens_for_the_answer_only_when_fewer_than_reserved(max_output, first):
+    """8,192 x 0.95 = 7,782.4 tokens of input; a prompt of 6,700 leaves room for 1,000 (rounded down to 100s):
+    no fewer than the 1,000 reserved, but fewer than 1,001."""
+    ctx = _ctx(limit=6000, prompt_tokens=6700, max_output=max_output)
+    assert _window_fixes(ctx) == ([first] if first else []) + [{"window": 6000 + max_output}]
+
+
 def test_a_pipeline_without_a_copy_check_also_gets_one_with_the_window():
     ctx = _ctx(limit=4000, prompt_tokens=9000, near_dup=None, window=16000, max_output=2000)
     assert _window_fixes(ctx) == [{"window": 6000}, {"window": 6000, "near_dup": 0.8}]

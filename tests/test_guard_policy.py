@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from ctxcore import Candidate, Config, build, load
-from ctxcore.analysis.policy import HEADING, Policy, Rule, attach, lines, reason_for, report, roundest, said
-from ctxcore.analysis.sent import of_build
+from ctxcore.analysis.policy import (HEADING, Policy, Rule, _copy_of, attach, infer, lines, of, reason_for, report,
+                                     roundest, said)
+from ctxcore.analysis.sent import of_build, of_trace
 from ctxcore.records import Logged
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -211,3 +212,42 @@ def test_a_policy_is_attached_once_to_a_logged_trace_with_a_prompt():
     assert attach(no_prompt) is no_prompt
     plain = build((Candidate("a", "alpha one.", 0.9),), "alpha", Config())
     assert attach(plain) is plain
+
+
+def _words(n, start=0):
+    return " ".join(f"w{i}" for i in range(start, start + n))
+
+
+@pytest.mark.parametrize("text, other, copy", [
+    (_words(10), _words(8), ("o", 0.8)),          # 8 of 10 words: sizes and similarity both exactly at 0.8
+    (_words(10), _words(9, 1), ("o", 0.9)),      # w1..w9: 9 shared of the 10 in all
+    (_words(10), _words(7), None),                # 7 of 10: sizes too unequal to be a copy
+    (_words(10), _words(10, 2), None),            # 8 shared of 12 in all: 0.67
+])
+def test_a_copy_of_a_sent_passage_at_the_edges_of_the_copy_check(text, other, copy):
+    got = _copy_of(Candidate("c", text), [Candidate("o", other)])
+    assert (None if got is None else (got[0], round(got[1], 4))) == copy
+
+
+def test_a_passage_too_unequal_in_size_does_not_stop_the_search_for_a_copy():
+    short, copy = Candidate("s", _words(3)), Candidate("o", _words(10))
+    assert _copy_of(Candidate("c", _words(10)), [short, copy]) == ("o", 1.0)
+
+
+def test_a_stored_policy_is_read_not_inferred_again():
+    trace = load(THRESHOLD_RUN).build()
+    stored = {"rules": [{"kind": "passages", "value": 9, "evidence": "stored", "confidence": "stated"}]}
+    with_stored = dataclasses.replace(trace, logged=dataclasses.replace(trace.logged, policy=stored))
+    assert of(with_stored) == Policy((Rule("passages", 9, "stored", "stated"),))
+    assert of(trace) == infer(trace) and of(trace).rule("passages").value == 3
+    assert of(build((Candidate("a", "alpha one.", 0.9),), "alpha", Config())) == Policy()
+
+
+def test_the_policy_is_inferred_from_the_sent_context_given():
+    """Told that only the first passage was sent, the pipeline appears to send the top 1 of the 5 retrieved."""
+    trace = load(THRESHOLD_RUN).build()
+    sent = of_trace(trace, trace.logged.prompt_text)
+    one = dataclasses.replace(sent, passages=sent.passages[:1],
+                              not_sent=tuple(p.id for p in sent.passages[1:]) + sent.not_sent)
+    assert of(trace, sent).rule("passages").value == 3
+    assert of(trace, one).rule("passages").value == 1
