@@ -307,7 +307,8 @@ class SentPassage:
     label: Optional[str] = None                   # the label the prompt gave it: [1], [S2], Document 3: ...
     share: float = 1.0                            # fraction of its text found; below 1 it was cut
     tokens: int = 0                               # tokens of the part that was sent
-    offset: int = 0                               # where it starts in the normalised prompt text
+    offset: int = 0                               # where it starts: a character of the normalised logged
+    #                                               prompt, or a token of a build's own prompt (source "replay")
     duplicate_of: Optional[str] = None            # an earlier sent passage with the same or near-same text
     similarity: Optional[float] = None            # word-set Jaccard with duplicate_of (1.0: identical text)
     superseded_by: Optional[str] = None           # a newer version of the same document that was retrieved

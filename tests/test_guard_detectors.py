@@ -54,33 +54,40 @@ SIX = tuple(Candidate(f"p{i}", f"To reset the router password use the {t}: it ta
 
 
 def test_a_prompt_over_the_models_limit_names_the_passages_past_it_and_the_window_to_count_against():
-    """The prompt is 295 tokens against a limit of 100; each passage is 21 tokens. p0 starts at token 43 (its
-    offset 28 of 194 characters, scaled by 295/194) and ends by 64; p1 starts at token 93 and ends past 100, and
-    so do the four after it. The window to count against is the limit plus the 1,024 kept for the answer."""
+    """The prompt is 295 tokens against a limit of 100; each passage is 21 tokens, and the build says where each
+    starts (tokens 28, 61, 94, ...): p0 and p1 end by token 82, p2 runs from 94 to 115, past 100, and so do the
+    three after it. The window to count against is the limit plus the 1,024 kept for the answer."""
     trace = build(SIX, Q, Config(order="rank"))
     ctx = _ctx(trace, limit=100)
     assert (ctx.sent.prompt_tokens, [p.tokens for p in ctx.sent.passages]) == (295, [21] * 6)
+    assert [p.offset for p in ctx.sent.passages] == [28, 61, 94, 127, 160, 193]
+    assert [b.start_token for b in trace.blocks if b.kind == "evidence" and b.id] == [28, 61, 94, 127, 160, 193]
     [f] = dg._over_window(ctx)
-    assert (f.kind, f.ids, f.fix) == ("prompt_over_window", ("p1",), {"window": 1124})
+    assert (f.kind, f.ids, f.fix) == ("prompt_over_window", ("p2",), {"window": 1124})
     assert f.title == ("The prompt that was sent was longer than the model could read: 295 tokens where 100 fit, "
-                       "so p1, the strongest passage near the end, is where it gets cut.")
-    assert f.evidence == ("5 passages lie past token 100 (the window minus the room kept for the answer): p1, p2, "
-                          "p3, p4, p5")
+                       "so p2, the strongest passage near the end, is where it gets cut.")
+    assert f.evidence == ("4 passages lie past token 100 (the window minus the room kept for the answer): p2, p3, "
+                          "p4, p5")
     assert f.fix_said == ("count the prompt against the model's 1,124-token window before sending, leaving out "
                           "passages that do not fit (ctxcore: window 1124)")
 
 
-def test_a_window_fix_too_small_for_the_blocks_that_must_be_sent_proves_nothing_and_breaks_nothing():
-    """A 1,124-token window less 1,024 for the answer leaves 95 tokens, under the 103 the system, rule and
-    question blocks need: the re-run cannot be built, so the fix stays unproved (it used to raise)."""
-    [f] = dg._over_window(_ctx(build(SIX, Q, Config(order="rank")), limit=100))
-    assert (f.fix_verified, f.after, f.proof) == (False, None, "no re-run tried kept it")
+@pytest.mark.parametrize("limit, past", [(115, ["p3", "p4", "p5"]), (114, ["p2", "p3", "p4", "p5"])])
+def test_a_passage_is_past_the_limit_when_its_last_token_is(limit, past):
+    [f] = dg._over_window(_ctx(build(SIX, Q, Config(order="rank")), limit=limit))
+    assert f.evidence.endswith(": " + ", ".join(past)) and f.ids == (past[0],)
 
 
-def test_a_prompt_within_the_limit_is_not_over_it():
+def test_a_logged_prompt_over_the_limit_places_its_passages_by_their_characters():
+    """Read from the prompt text, the passages start at characters 170, 293, 418, 541, 665 and 791; the last
+    start is taken for the prompt's end (295 tokens over 792 characters): p2 ends by token 418 x 295/792 + 21 =
+    176.7, within 200; p3 by 222.5, past it."""
     trace = build(SIX, Q, Config(order="rank"))
-    assert dg._over_window(_ctx(trace, limit=295)) == []
-    assert len(dg._over_window(_ctx(trace, limit=294))) == 1
+    sent = of_trace(trace, trace.prompt.text)
+    assert (sent.source, sent.prompt_tokens) == ("logged", 295)
+    assert [p.offset for p in sent.passages] == [170, 293, 418, 541, 665, 791]
+    [f] = dg._over_window(_ctx(trace, sent=sent, limit=200))
+    assert f.evidence.endswith(": p3, p4, p5") and f.ids == ("p3",)
 
 
 # --- a prompt cut off --------------------------------------------------------------------------------------------

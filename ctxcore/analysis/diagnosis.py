@@ -209,10 +209,9 @@ def _over_window(ctx: Ctx) -> list[Finding]:
     s = ctx.sent
     if s.prompt_tokens <= ctx.limit or not s.passages:
         return []
-    # where each passage starts, in tokens, read proportionally off its place in the prompt text
-    total_chars = max(p.offset for p in s.passages) + 1
-    last_end = s.passages[-1].offset
-    scale = s.prompt_tokens / max(total_chars, last_end + 1)
+    # where each passage starts, in tokens: a build's own prompt knows (its offsets are token offsets); a logged
+    # prompt's are characters of its text, read proportionally
+    scale = 1.0 if s.source == "replay" else s.prompt_tokens / (max(p.offset for p in s.passages) + 1)
     past = [p for p in s.passages if p.offset * scale + p.tokens > ctx.limit] or [s.passages[-1]]
     decisive = max(past, key=lambda p: (ctx.strength(p.id), -p.position))
     fix, ok, at = ctx.reach(decisive.id, _window_fixes(ctx))
