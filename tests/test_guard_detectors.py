@@ -203,3 +203,87 @@ def test_a_fix_is_resolved_when_the_current_replay_already_does_what_it_claims(t
 
 def test_an_unproved_fix_is_never_resolved():
     assert dg._resolved(TOP3, _f("not_sent", ["c"], verified=False), 0) is False
+
+
+# --- the strongest passage buried in the middle -----------------------------------------------------------------
+
+QR = "How long does a refund take?"
+FIVE = ["Standard shipping is free for orders over fifty dollars.", "Electronics carry a twelve month warranty.",
+        "Refunds take five business days after approval.", "You can track your parcel online.",
+        "Gift cards never expire."]
+
+
+def _five(scores, texts=FIVE):
+    cands = tuple(Candidate(f"s{i}", t, s) for i, (t, s) in enumerate(zip(texts, scores)))
+    return _ctx(build(cands, QR, Config(order="original")))
+
+
+def test_the_strongest_passage_in_the_middle_of_five_and_the_order_that_puts_it_first():
+    [f] = dg._buried(_five([0.5, 0.4, 0.9, 0.3, 0.2]))
+    assert (f.kind, f.severity, f.ids, f.fix, f.fix_verified) == ("buried_in_middle", 3, ("s2",),
+                                                                  {"order": "sandwich"}, True)
+    assert f.title == ("The passage most about the question, s2, was sent in the middle of the prompt (position 3 "
+                       "of 5), where models pay the least attention.")
+    assert f.evidence == "s2 (score 0.9, the highest sent) sits among 5 passages, away from both ends"
+    assert f.proof == ("ordering for attention puts it at an edge; re-run with it, s2 is in the prompt as [S1], "
+                       "position 1 of 5")
+    assert f.after == {"id": "s2", "fate": "kept", "label": "S1", "position": 1, "of": 5}
+    assert f.fix_said == "put the strongest passage first and the next strongest last (ctxcore: order sandwich)"
+
+
+@pytest.mark.parametrize("position, buried", [(2, False), (3, True), (4, False)])
+def test_of_five_passages_only_the_third_is_in_the_middle(position, buried):
+    """ceil(5 / 4) = 2 slots at each end count as edges: positions 1-2 and 4-5."""
+    scores = [0.5, 0.4, 0.3, 0.2]
+    scores.insert(position - 1, 0.9)
+    assert bool(dg._buried(_five(scores))) is buried
+
+
+def test_of_two_passages_as_strong_the_earlier_is_named():
+    """s2 and s3 both score 0.9 and hold two of the question's three words; s2, at position 3, is buried (s3, at
+    4, would not be)."""
+    texts = FIVE[:3] + ["Refunds take a week at weekends.", FIVE[4]]
+    assert [f.ids for f in dg._buried(_five([0.5, 0.4, 0.9, 0.9, 0.2], texts))] == [("s2",)]
+
+
+def test_an_unscored_passage_no_ordering_moves_is_said_unproved():
+    """Without scores the orderings go by retrieval order (sandwich: u0 first, u1 last; rank: as retrieved), not
+    by the question's words: u2, which holds two of its three, stays in the middle, and no fix is claimed proved."""
+    cands = tuple(Candidate(f"u{i}", t) for i, t in enumerate(FIVE))
+    [f] = dg._buried(_ctx(build(cands, QR, Config(order="original"))))
+    assert (f.ids, f.fix, f.fix_verified, f.after) == (("u2",), {"order": "sandwich"}, False, None)
+    assert f.evidence == "u2 (67% of the question's words, the most of any sent passage) sits among 5 passages, away " \
+                         "from both ends"
+    assert f.proof == "no ordering tried put it at an edge"
+    assert f.fix_said == "put the strongest passage first and the next strongest last (ctxcore: order sandwich)"
+
+
+def test_four_passages_or_fewer_bury_nothing_in_a_middle_of_none():
+    assert dg._buried(_ctx(build(tuple(Candidate(f"s{i}", t, 0.9 - i / 10) for i, t in enumerate(FIVE[:3])), QR,
+                                 Config(order="original")))) == []
+
+
+# --- two passages cut, and a question missing after three -------------------------------------------------------
+
+CUT_A = ("Refunds take five business days after approval, and the money goes back to the card you paid with at "
+         "checkout.")
+CUT_B = ("Refund requests take one week to review when the item is returned without its original packaging or its "
+         "receipt.")
+CUT_C = "Shipping is free over fifty dollars."
+
+
+@pytest.mark.parametrize("scores, named", [((0.5, 0.9), "b"), ((0.9, 0.5), "a"), ((0.8, 0.8), "a")])
+def test_of_two_passages_cut_the_strongest_is_named_and_of_two_as_strong_the_first(scores, named):
+    cands = (Candidate("a", CUT_A, scores[0]), Candidate("b", CUT_B, scores[1]), Candidate("c", CUT_C, 0.3))
+    trace = build(cands, QR, Config(order="original"))
+    prompt = f"[1] {CUT_A[:60]}\n\n[2] {CUT_B[:60]}\n\n[3] {CUT_C}\n\nQuestion: {QR}"
+    ctx = _ctx(trace, of_trace(trace, prompt))
+    assert [(p.id, p.share) for p in ctx.sent.passages] == [("a", 0.545), ("b", 0.536), ("c", 1.0)]
+    assert [f.ids for f in dg._cut_off(ctx)] == [(named,)]
+
+
+def test_a_question_missing_after_three_whole_passages_names_the_last():
+    cands = (Candidate("a", CUT_A, 0.9), Candidate("b", CUT_B, 0.8), Candidate("c", CUT_C, 0.3))
+    trace = build(cands, QR, Config(order="original"))
+    [f] = dg._cut_off(_ctx(trace, of_trace(trace, trace.prompt.text[:trace.prompt.text.rindex("Question")])))
+    assert f.ids == ("c",) and f.title.endswith("after c.")
