@@ -161,9 +161,11 @@ DOC = (Candidate("a", "To reset the router password, unplug it.", 0.9, doc_id="d
        Candidate("b", "Then hold the reset button.", 0.8, doc_id="d", chunk_index=2),
        Candidate("c", "The label shows the password.", 0.7), Candidate("e", "Admin page steps for a reset.", 0.6),
        Candidate("z", "Bananas are yellow.", 0.1))
-MERGED = build(DOC, Q, Config(merge_adjacent=True, order="rank"))   # a (with b merged in), c, e, z: 177 tokens
-TOP3 = build(DOC, Q, Config(order="rank", max_passages=3))          # a, b, c kept; e and z over the limit
-ABSTAINS = build(DOC, Q, Config(order="rank", min_score=0.95))      # nothing scores 0.95: the model is told to abstain
+# built in the test, not at import: a build at import would run before the code under test is chosen (and its
+# engine threads would not survive the fork of a mutation worker)
+REPLAYS = {"MERGED": dict(merge_adjacent=True, order="rank"),   # a (with b merged in), c, e, z: 177 tokens
+           "TOP3": dict(order="rank", max_passages=3),          # a, b, c kept; e and z over the limit
+           "ABSTAINS": dict(order="rank", min_score=0.95)}      # nothing scores 0.95: the model is told to abstain
 
 
 def _f(kind, ids, verified=True):
@@ -171,38 +173,38 @@ def _f(kind, ids, verified=True):
 
 
 @pytest.mark.parametrize("trace, kind, ids, limit, resolved", [
-    (TOP3, "not_sent", ["c"], 0, True),
-    (TOP3, "not_sent", ["e"], 0, False),
-    (TOP3, "threshold_cut", [], 0, False),                       # nothing named: nothing to be resolved
+    ("TOP3", "not_sent", ["c"], 0, True),
+    ("TOP3", "not_sent", ["e"], 0, False),
+    ("TOP3", "threshold_cut", [], 0, False),                       # nothing named: nothing to be resolved
     # the newer version kept and the older not
-    (TOP3, "outdated_version_sent", ["e", "c"], 0, True),
-    (TOP3, "outdated_version_sent", ["c", "e"], 0, False),
-    (TOP3, "outdated_version_sent", ["b", "c"], 0, False),       # both kept: the older is still sent
+    ("TOP3", "outdated_version_sent", ["e", "c"], 0, True),
+    ("TOP3", "outdated_version_sent", ["c", "e"], 0, False),
+    ("TOP3", "outdated_version_sent", ["b", "c"], 0, False),       # both kept: the older is still sent
     # the model told to abstain
-    (ABSTAINS, "unsupported_answer", ["z"], 0, True),
-    (TOP3, "nothing_relevant", ["z"], 0, False),
+    ("ABSTAINS", "unsupported_answer", ["z"], 0, True),
+    ("TOP3", "nothing_relevant", ["z"], 0, False),
     # kept whole, and the prompt within the limit (177 tokens)
-    (MERGED, "prompt_over_window", ["c"], 177, True),
-    (MERGED, "prompt_over_window", ["c"], 176, False),
-    (MERGED, "prompt_cut_off", ["b"], 1000, False),              # merged into a: not kept as itself
+    ("MERGED", "prompt_over_window", ["c"], 177, True),
+    ("MERGED", "prompt_over_window", ["c"], 176, False),
+    ("MERGED", "prompt_cut_off", ["b"], 1000, False),              # merged into a: not kept as itself
     # at an edge: first or last of the four kept
-    (MERGED, "buried_in_middle", ["a"], 0, True),
-    (MERGED, "buried_in_middle", ["z"], 0, True),
-    (MERGED, "buried_in_middle", ["c"], 0, False),
+    ("MERGED", "buried_in_middle", ["a"], 0, True),
+    ("MERGED", "buried_in_middle", ["z"], 0, True),
+    ("MERGED", "buried_in_middle", ["c"], 0, False),
     # merged: the head kept and every other chunk merged into it
-    (MERGED, "fragmented_document", ["a", "b"], 0, True),
-    (TOP3, "fragmented_document", ["a", "b"], 0, False),
-    (MERGED, "fragmented_document", ["a", "c"], 0, False),
-    (MERGED, "per_document_cap", ["b", "a"], 0, True),           # ids: the next chunk, then the sent one
-    (MERGED, "per_document_cap", ["c", "a"], 0, False),
-    (TOP3, "per_document_cap", ["b", "a"], 0, False),
+    ("MERGED", "fragmented_document", ["a", "b"], 0, True),
+    ("TOP3", "fragmented_document", ["a", "b"], 0, False),
+    ("MERGED", "fragmented_document", ["a", "c"], 0, False),
+    ("MERGED", "per_document_cap", ["b", "a"], 0, True),           # ids: the next chunk, then the sent one
+    ("MERGED", "per_document_cap", ["c", "a"], 0, False),
+    ("TOP3", "per_document_cap", ["b", "a"], 0, False),
 ])
 def test_a_fix_is_resolved_when_the_current_replay_already_does_what_it_claims(trace, kind, ids, limit, resolved):
-    assert dg._resolved(trace, _f(kind, ids), limit) is resolved
+    assert dg._resolved(build(DOC, Q, Config(**REPLAYS[trace])), _f(kind, ids), limit) is resolved
 
 
 def test_an_unproved_fix_is_never_resolved():
-    assert dg._resolved(TOP3, _f("not_sent", ["c"], verified=False), 0) is False
+    assert dg._resolved(build(DOC, Q, Config(**REPLAYS["TOP3"])), _f("not_sent", ["c"], verified=False), 0) is False
 
 
 # --- the strongest passage buried in the middle -----------------------------------------------------------------
