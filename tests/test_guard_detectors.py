@@ -289,3 +289,96 @@ def test_a_question_missing_after_three_whole_passages_names_the_last():
     trace = build(cands, QR, Config(order="original"))
     [f] = dg._cut_off(_ctx(trace, of_trace(trace, trace.prompt.text[:trace.prompt.text.rindex("Question")])))
     assert f.ids == ("c",) and f.title.endswith("after c.")
+
+
+# --- copies of one passage crowding out the rest ------------------------------------------------------------------
+
+QP = "How do I reset my password?"
+HELP = "Open the account page and choose the option to reset the password."      # 13 tokens
+CODES = "Two-factor codes are sent by text message."                             # 9 tokens
+SPAM = "If the password reset email never arrives, check the spam folder first."
+COPIES = (Candidate("h1", HELP, 0.9), Candidate("h2", HELP, 0.89), Candidate("h3", HELP, 0.88),
+          Candidate("o", CODES, 0.7))
+
+
+def _copies(cands, sent_ids, near_dup=0.9, **config):
+    """A logged prompt that sent ``sent_ids`` (copies and all), read back against the candidates."""
+    texts = {c.id: c.text for c in cands}
+    trace = build(cands, QP, Config(near_dup=near_dup, **config))
+    prompt = "\n\n".join(f"[{i}] {texts[c]}" for i, c in enumerate(sent_ids, 1)) + f"\n\nQuestion: {QP}"
+    return _ctx(trace, of_trace(trace, prompt))
+
+
+def test_three_copies_that_took_the_evidence_and_the_copy_check_that_frees_the_room():
+    """13 tokens three times of 13 x 3 + 9 = 48: 81%. The pipeline's copy check is at 0.9; the fix asks 0.8."""
+    ctx = _copies(COPIES + (Candidate("x", SPAM, 0.5),), ["h1", "h2", "h3", "o"], max_passages=4)
+    assert [(p.id, p.duplicate_of, p.tokens) for p in ctx.sent.passages] == [
+        ("h1", None, 13), ("h2", "h1", 13), ("h3", "h1", 13), ("o", None, 9)]
+    [f] = dg._duplicates(ctx)
+    assert (f.kind, f.severity, f.ids, f.fix, f.fix_verified) == ("duplicates_crowd_out", 3, ("x", "h1", "h2", "h3"),
+                                                                  {"near_dup": 0.8}, True)
+    assert f.title == ("3 copies of one passage (h1) took 81% of the sent evidence, so x, the retrieved passage most "
+                       "about the question, was never sent.")
+    assert f.evidence == "h1, h2, h3: 39 of 48 evidence tokens say the same thing"
+    assert f.proof == "removing copies frees the room; re-run with it, x is in the prompt as [S2], position 2 of 3"
+    assert f.after == {"id": "x", "fate": "kept", "label": "S2", "position": 2, "of": 3}
+    assert f.fix_said == "remove copies of a passage before sending (ctxcore: near_dup 0.8)"
+
+
+def test_copies_whose_removal_still_leaves_the_passage_out_are_said_unproved():
+    """The pipeline's floor of 0.6 drops x (0.5) whatever the copies do."""
+    [f] = dg._duplicates(_copies(COPIES + (Candidate("x", SPAM, 0.5),), ["h1", "h2", "h3", "o"], max_passages=4,
+                                 min_score=0.6))
+    assert (f.fix, f.fix_verified, f.after) == ({"near_dup": 0.8}, False, None)
+    assert f.proof == "no re-run tried brought it in"
+
+
+def test_the_largest_group_of_copies_is_named_whichever_comes_first():
+    gift = "Gift cards are sold at the front desk of every store."
+    cands = (Candidate("z1", gift, 0.95), Candidate("z2", gift, 0.94)) + COPIES + (Candidate("x", SPAM, 0.5),)
+    [f] = dg._duplicates(_copies(cands, ["z1", "z2", "h1", "h2", "h3", "o"], max_passages=6))
+    assert f.title.startswith("3 copies of one passage (h1) took 54% of the sent evidence")   # 39 of 72
+
+
+def test_of_two_passages_left_out_the_one_holding_more_of_the_question_is_named():
+    """y (password: half the question's words) is ranked above x (reset and password: all of them)."""
+    cands = COPIES + (Candidate("y", "Passwords must be twelve characters long.", 0.6), Candidate("x", SPAM, 0.5))
+    ctx = _copies(cands, ["h1", "h2", "h3", "o"], max_passages=4)
+    assert ctx.lost == ["y", "x"]
+    assert [f.ids[0] for f in dg._duplicates(ctx)] == ["x"]
+
+
+@pytest.mark.parametrize("left_out", [
+    "Gift cards are sold at the front desk of every store.",    # nothing of the question
+    HELP + " Today.",                                            # a copy of what was sent (12 of 13 words)
+    "Open the account page and choose the option to reset.",   # 9 of HELP's 10 words: exactly the check's 0.9
+])
+def test_copies_blame_no_passage_that_is_off_the_question_or_a_copy_itself(left_out):
+    assert dg._duplicates(_copies(COPIES + (Candidate("x", left_out, 0.5),), ["h1", "h2", "h3", "o"],
+                                  max_passages=4)) == []
+
+
+@pytest.mark.parametrize("tail, evidence, found", [
+    (" They expire in ten minutes.", 104, True),      # 26 of 104: exactly a quarter
+    (" They expire in ten minutes, always.", 106, False),
+])
+def test_copies_crowd_out_from_exactly_a_quarter_of_the_evidence(tail, evidence, found):
+    long = " ".join([CODES] * 8) + tail
+    cands = (Candidate("h1", HELP, 0.9), Candidate("h2", HELP, 0.89), Candidate("o", long, 0.7),
+             Candidate("x", SPAM, 0.5))
+    ctx = _copies(cands, ["h1", "h2", "o"], max_passages=3)
+    assert ctx.sent.evidence_tokens == evidence
+    assert bool(dg._duplicates(ctx)) is found
+
+
+def test_a_copy_of_a_copy_counts_with_the_first():
+    """p2 shares 10 of the 11 words it and p1 hold (0.91); p3 shares 10 of 12 with p2 (0.83) but 9 of 12 with p1
+    (0.75, under the 0.8 check): p3 is read as a copy of p2, a copy of p1, so all three are one group."""
+    w = "open the account page then choose option to reset"
+    p1, p2, p3 = w + " password", w + " password now", w + " now please"
+    cands = (Candidate("p1", p1, 0.9), Candidate("p2", p2, 0.89), Candidate("p3", p3, 0.88), Candidate("o", CODES, 0.7),
+             Candidate("x", SPAM, 0.5))
+    ctx = _copies(cands, ["p1", "p2", "p3", "o"], near_dup=0.8, max_passages=4)
+    assert [p.duplicate_of for p in ctx.sent.passages] == [None, "p1", "p2", None]
+    [f] = dg._duplicates(ctx)
+    assert f.title.startswith("3 copies of one passage (p1)") and f.ids == ("x", "p1", "p2", "p3")

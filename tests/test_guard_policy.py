@@ -82,6 +82,8 @@ def test_a_policy_survives_its_json_whole():
     (0.52, 0.50, 0.52),      # one place (0.5) would keep 0.50: two places
     (0.524, 0.52, 0.524),    # two places (0.52) keep 0.52: three
     (0.5234, 0.5231, 0.5234),  # no three-place cut drops 0.5231: low itself
+    (0.5234, 0.51, 0.52),      # two places
+    (0.52345, 0.5229, 0.523),  # three places, not four
     (0.3, 0.29, 0.3),        # 0.3 * 10 is 2.9999999999999996: the 1e-9 keeps it 0.3
     (0.8, None, 0.8),
 ])
@@ -134,7 +136,16 @@ def test_a_budget_rule_explains_the_passage_its_evidence_names_last():
     assert _why(rule, cands, "b", max_passages=1) == "budget"
     assert _why(rule, cands, "a", max_passages=1) is None   # "b (" names b, not a
     other = [Rule("budget", 450, "b (120 tokens) did not fit; a (3 tokens) did", "likely")]
-    assert _why(other, cands, "b", max_passages=1) is None  # only the last part names the one skipped
+    assert _why(other, cands, "b", max_passages=1) is None  # only what follows the first "; " names the one skipped
+    bare = [Rule("budget", 450, "b (120 tokens) did not fit", "likely")]  # a stored rule's words, without a "; "
+    assert _why(bare, cands, "b", max_passages=1) == "budget"
+
+
+def test_a_budget_rule_names_a_passage_whose_id_holds_a_semicolon():
+    cands = (Candidate("a", "alpha one.", 0.9), Candidate("faq; part 2", "bravo two.", 0.8))
+    rule = [Rule("budget", 450, "the sent evidence took 3 tokens; faq; part 2 (3 tokens) out-scored a sent passage",
+                 "likely")]
+    assert _why(rule, cands, "faq; part 2", max_passages=1) == "budget"
 
 
 PASSAGES = [Rule("passages", 1, "", "likely")]

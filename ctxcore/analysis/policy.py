@@ -504,7 +504,7 @@ def reason_for(policy: Policy, trace: Trace, cid: str, sent: Sent) -> Optional[R
         ("threshold", lambda r: c.score is not None and c.score < r.value),
         ("per_document", lambda r: c.doc_id is not None and c.doc_id in {by_id[i].doc_id for i in sent_ids}),
         ("dedup", lambda r: r.value is True and _copy_of(c, [by_id[i] for i in sent_ids]) is not None),
-        ("budget", lambda r: r.evidence.split("; ")[-1].startswith(f"{cid} (")),
+        ("budget", lambda r: r.evidence.split("; ", 1)[-1].startswith(f"{cid} (")),  # an id may hold "; " too
         ("passages", lambda r: cid not in sent_ids and _after_all(trace, c, [by_id[i] for i in sent_ids])),
     )
     for kind, applies in checks:
