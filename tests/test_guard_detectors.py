@@ -4,13 +4,16 @@ sent as evidence. Each finding is checked field by field against values worked o
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from ctxcore import Candidate, Config, build
 from ctxcore.analysis import diagnosis as dg
 from ctxcore.analysis.findings import Ctx
-from ctxcore.analysis.policy import Policy
+from ctxcore.analysis.policy import Policy, Rule
 from ctxcore.analysis.sent import of_build, of_trace
+from ctxcore.records import Logged
 
 Q = "How do I reset the router password?"
 
@@ -187,6 +190,8 @@ def _f(kind, ids, verified=True):
     ("MERGED", "prompt_over_window", ["c"], 177, True),
     ("MERGED", "prompt_over_window", ["c"], 176, False),
     ("MERGED", "prompt_cut_off", ["b"], 1000, False),              # merged into a: not kept as itself
+    ("MERGED", "prompt_cut_off", ["c"], 177, True),
+    ("MERGED", "prompt_cut_off", ["c"], 176, False),               # kept, but the prompt is still over the limit
     # at an edge: first or last of the four kept
     ("MERGED", "buried_in_middle", ["a"], 0, True),
     ("MERGED", "buried_in_middle", ["z"], 0, True),
@@ -382,3 +387,39 @@ def test_a_copy_of_a_copy_counts_with_the_first():
     assert [p.duplicate_of for p in ctx.sent.passages] == [None, "p1", "p2", None]
     [f] = dg._duplicates(ctx)
     assert f.title.startswith("3 copies of one passage (p1)") and f.ids == ("x", "p1", "p2", "p3")
+
+
+# --- the strongest passage not sent, and the rule that left it out ------------------------------------------------
+
+Q4 = "alpha bravo charlie delta"
+UNDER = (Candidate("s1", "alpha kilo lima mike.", 0.9), Candidate("x", "bravo charlie zulu.", 0.43),
+         Candidate("z", "kilo november.", 0.3))
+FLOOR = Policy((Rule("threshold", 0.45, "nothing under 0.45 was sent", "likely"),), (("min_score", 0.45),))
+
+
+def _under(logged=None):
+    trace = build(UNDER, Q4, Config(min_score=0.45))
+    if logged is not None:
+        trace = dataclasses.replace(trace, logged=logged)
+    return Ctx(trace, of_build(trace), (), "", None, None, FLOOR)
+
+
+def test_a_passage_under_the_pipelines_floor_named_with_its_rule_and_the_lower_floor_that_sends_it():
+    """x and z scored at least the 3rd best score (0.3) and were not sent; x is the stronger."""
+    [f] = dg._not_sent(_under())
+    assert (f.kind, f.severity, f.role, f.ids, f.fix, f.fix_verified) == ("not_sent", 3, "cause", ("x",),
+                                                                          {"min_score": 0.43}, True)
+    assert f.title == ("x (score 0.43) was retrieved but never sent: your pipeline appears to send only passages "
+                       "scoring 0.45 or more (nothing under 0.45 was sent).")
+    assert f.evidence == "2 retrieved passages about the question are not in the prompt"
+    assert f.proof == "the re-run sends it; re-run with it, x is in the prompt as [S2], position 2 of 2"
+    assert f.after == {"id": "x", "fate": "kept", "label": "S2", "position": 2, "of": 2}
+    assert f.fix_said == "lower the minimum relevance score from 0.45 to 0.43 (ctxcore: min_score 0.43)"
+
+
+def test_a_passage_the_reranker_cut_is_said_cut_by_it():
+    logged = Logged("openinference", prompt_text="p", reranker={"span": "rerank", "top_k": 1}, reranked=("s1",),
+                    reranker_cut=("x",))
+    [f] = dg._not_sent(_under(logged))
+    assert f.title == ("x (score 0.43) was retrieved but never sent: the reranker (rerank) cut it before the prompt "
+                       "was built.")
