@@ -10,6 +10,7 @@ import pytest
 
 from ctxcore import Candidate, Config, build
 from ctxcore.analysis import diagnosis as dg
+from ctxcore.analysis.answer import check_answer
 from ctxcore.analysis.findings import Ctx
 from ctxcore.analysis.policy import Policy, Rule
 from ctxcore.analysis.sent import of_build, of_trace
@@ -423,3 +424,56 @@ def test_a_passage_the_reranker_cut_is_said_cut_by_it():
     [f] = dg._not_sent(_under(logged))
     assert f.title == ("x (score 0.43) was retrieved but never sent: the reranker (rerank) cut it before the prompt "
                        "was built.")
+
+
+# --- an outdated version sent --------------------------------------------------------------------------------
+
+QC = "How long do card refunds take?"
+V1 = Candidate("v1", "Card refunds take 14 days from the request date.", 0.9, doc_id="policy", version="1",
+               date="2024-01-01")
+V2 = Candidate("v2", "Card refunds take 5 days from the request date.", 0.8, doc_id="policy", version="2",
+               date="2025-06-01")
+FREE = Candidate("o", "Shipping is free over fifty dollars.", 0.7)
+
+
+def _versions(max_passages, answer=""):
+    trace = build((V1, V2, FREE), QC, Config(prefer_newest=False, near_dup=None, max_passages=max_passages))
+    sent = of_build(trace)
+    checks = tuple(check_answer(trace, answer, None, sent=sent)) if answer else ()
+    return Ctx(trace, sent, checks, answer, None, None, Policy())
+
+
+def test_an_older_version_sent_while_the_newer_was_left_out():
+    [f] = dg._outdated(_versions(1))
+    assert (f.kind, f.ids, f.fix, f.fix_verified) == ("outdated_version_sent", ("v1", "v2"), {"prefer_newest": True},
+                                                      True)
+    assert f.title == ("The prompt carried an older version of policy, v1 (2024-01-01); the newer v2 (2025-06-01) "
+                       "was retrieved but not sent.")
+    assert f.evidence == "Your pipeline kept the 2024-01-01 version of the section and dropped the 2025-06-01 one"
+    assert f.proof == ("keeping only the newest version sends it instead; re-run with it, v2 is in the prompt as "
+                       "[S1], position 1 of 1")
+    assert f.fix_said == ("send only the newest version of a section when several are retrieved (ctxcore: "
+                          "prefer_newest on)")
+
+
+def test_an_older_version_sent_beside_the_newer_and_the_answer_that_used_it():
+    [sent] = dg._outdated(_versions(3))
+    assert sent.title == ("The prompt carried an older version of policy, v1 (2024-01-01); the newer v2 (2025-06-01) "
+                          "was sent too.")
+    assert sent.evidence == "Your pipeline sent both the 2024-01-01 and the 2025-06-01 version of the section"
+    [used] = dg._outdated(_versions(3, answer="They take 14 days [S1]."))
+    assert used.title.startswith("The answer used an older version of policy, v1 (2024-01-01)")
+
+
+def test_of_two_older_versions_sent_the_one_the_answer_cited_is_named():
+    t1 = Candidate("t1", "Store credit is issued within 3 days of the return.", 0.85, doc_id="terms", version="1",
+                   date="2023-01-01")
+    t2 = Candidate("t2", "Store credit is issued within 1 day of the return.", 0.6, doc_id="terms", version="2",
+                   date="2025-01-01")
+    trace = build((V1, t1, V2, t2), QC, Config(prefer_newest=False, near_dup=None, max_passages=2, order="rank"))
+    sent = of_build(trace)
+    assert [(p.id, p.superseded_by) for p in sent.passages] == [("v1", "v2"), ("t1", "t2")]
+    answer = "Store credit comes within 3 days [S2]."
+    ctx = Ctx(trace, sent, tuple(check_answer(trace, answer, None, sent=sent)), answer, None, None, Policy())
+    [f] = dg._outdated(ctx)
+    assert f.ids == ("t1", "t2") and f.title.startswith("The answer used an older version of terms, t1")
