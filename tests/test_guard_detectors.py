@@ -477,3 +477,37 @@ def test_of_two_older_versions_sent_the_one_the_answer_cited_is_named():
     ctx = Ctx(trace, sent, tuple(check_answer(trace, answer, None, sent=sent)), answer, None, None, Policy())
     [f] = dg._outdated(ctx)
     assert f.ids == ("t1", "t2") and f.title.startswith("The answer used an older version of terms, t1")
+
+
+# --- nothing about the question, and an answer anyway --------------------------------------------------------
+
+WQ = "Which warranty period covers electronics online?"
+PAINT = "Blue paint dries in about an hour on a warm and sunny afternoon outside."
+PARKING = "Parking is free for customers on weekends at the rear of the main building."
+
+
+def _unrelated(answer):
+    trace = build([Candidate("b", PAINT, 0.9), Candidate("f", PARKING, 0.89)], WQ, Config(budget=2000))
+    return dg._unsupported(Ctx(trace, of_build(trace), (), answer, None, None, Policy()))
+
+
+def test_nothing_about_the_question_and_the_floor_that_tells_the_model_to_abstain():
+    [f] = _unrelated("")
+    assert (f.kind, f.ids, f.fix, f.fix_verified) == ("nothing_relevant", ("b", "f"), {"min_score": 0.91}, True)
+    assert f.title == "Nothing retrieved is about the question: the closest, b, shares 0% of its words."
+    assert f.evidence == "b: 0%; f: 0%"
+    assert f.proof == "with a minimum score above every passage, the replay tells the model to say it cannot answer"
+    assert f.fix_said == ("set a minimum relevance score of 0.91, so the model is told to say it cannot answer when "
+                          "nothing scores that high (ctxcore: min_score 0.91)")
+
+
+@pytest.mark.parametrize("answer, kind", [
+    ("Warranty lasts two years.", "unsupported_answer"),
+    ("Parking is great, warranty is long.", "unsupported_answer"),   # 1 of its 4 words in a passage
+    ("Parking is free, warranty is long.", None),                    # 2 of 4: what a sent passage says
+])
+def test_an_answer_to_nothing_relevant_is_unsupported_unless_it_says_what_a_passage_says(answer, kind):
+    assert [f.kind for f in _unrelated(answer)] == ([kind] if kind else [])
+    if kind:
+        assert _unrelated(answer)[0].title == ("Nothing retrieved is about the question (the closest, b, shares 0% "
+                                               "of its words), yet the answer did not say it could not answer.")
