@@ -511,3 +511,65 @@ def test_an_answer_to_nothing_relevant_is_unsupported_unless_it_says_what_a_pass
     if kind:
         assert _unrelated(answer)[0].title == ("Nothing retrieved is about the question (the closest, b, shares 0% "
                                                "of its words), yet the answer did not say it could not answer.")
+
+
+@pytest.mark.parametrize("sent, named, counted", [
+    (2, "c2", 3),   # of 10 scores, passages at least the 5th best (0.70) count: c2, c3, c4
+    (3, "c3", 3),   # three sent: at least the 6th best (0.65): c3, c4, c5
+])
+def test_the_passages_left_out_counted_down_to_twice_the_number_sent_and_at_least_five(sent, named, counted):
+    """Ten passages scored 0.90, 0.85 ... 0.45, all holding the same two question words as the ones sent: nothing
+    they would add, so the strongest left out is a note, not a cause."""
+    cands = tuple(Candidate(f"c{i}", f"bravo charlie w{i} x{i}.", round(0.9 - i * 0.05, 2)) for i in range(10))
+    [f] = dg._not_sent(_ctx(build(cands, Q4, Config(max_passages=sent, near_dup=None))))
+    assert (f.ids, f.role, f.severity) == ((named,), "note", 1)
+    assert f.evidence == f"{counted} retrieved passages about the question are not in the prompt"
+
+
+# --- a document sent in pieces: the search goes on, and a merge that cannot join ---------------------------------
+
+ROUTER = {"d#1": "To reset the router password, unplug it first.", "x": "Router passwords are printed on the label.",
+          "d#2": "Then hold the reset button for ten seconds.", "d#3": "Finally log in with admin and the new password."}
+
+
+def _chunk(cid, score, doc="d"):
+    index = int(cid.split("#")[1]) if "#" in cid else None
+    return Candidate(cid, ROUTER.get(cid, f"Router note {cid} about the password."), score, doc_id=doc,
+                     chunk_index=index)
+
+
+def test_chunks_sent_in_their_order_but_apart_are_fragmented():
+    cands = (_chunk("d#1", 0.9), Candidate("x", ROUTER["x"], 0.85), _chunk("d#2", 0.8))
+    [f] = dg._fragmented(_ctx(build(cands, Q, Config(order="rank"))))
+    assert f.title.startswith("2 chunks of d were sent as separate passages, out of their order (d#1, d#2)")
+
+
+def test_chunks_a_merge_cannot_join_are_said_unproved():
+    """Chunks 1 and 3: nothing between them was retrieved, so merging adjacent chunks leaves them apart."""
+    cands = (_chunk("d#3", 0.9), Candidate("x", ROUTER["x"], 0.85), _chunk("d#1", 0.8))
+    [f] = dg._fragmented(_ctx(build(cands, Q, Config(order="rank"))))
+    assert (f.ids, f.fix, f.fix_verified, f.after) == (("d#1", "d#3"), {"merge_adjacent": True}, False, None)
+    assert f.proof == "merging did not join them"
+    assert f.evidence == "document order: d#1, d#3"
+
+
+def test_a_document_in_one_piece_or_in_order_does_not_stop_the_search():
+    """e has one chunk sent, f two in order and together; d, sent apart, is the one named."""
+    cands = (_chunk("e#1", 0.95, "e"), _chunk("f#1", 0.94, "f"), _chunk("f#2", 0.93, "f"), _chunk("d#2", 0.9),
+             Candidate("x", ROUTER["x"], 0.85), _chunk("d#1", 0.8))
+    ctx = _ctx(build(cands, Q, Config(order="rank", near_dup=None)))
+    assert [p.id for p in ctx.sent.passages] == ["e#1", "f#1", "f#2", "d#2", "x", "d#1"]
+    assert [f.ids for f in dg._fragmented(ctx)] == [("d#1", "d#2")]
+
+
+def test_chunks_are_put_in_document_order_by_their_index_not_their_id():
+    cands = (Candidate("d-a", ROUTER["d#2"], 0.9, doc_id="d", chunk_index=2), Candidate("x", ROUTER["x"], 0.85),
+             Candidate("d-b", ROUTER["d#1"], 0.8, doc_id="d", chunk_index=1))
+    [f] = dg._fragmented(_ctx(build(cands, Q, Config(order="rank"))))
+    assert f.evidence == "document order: d-b, d-a"
+
+
+def test_a_passage_of_a_document_without_a_chunk_index_is_no_chunk():
+    cands = (_chunk("d#2", 0.9), Candidate("whole", ROUTER["x"], 0.85, doc_id="d"), _chunk("d#1", 0.8))
+    [f] = dg._fragmented(_ctx(build(cands, Q, Config(order="rank"))))
+    assert f.ids == ("d#1", "d#2")
