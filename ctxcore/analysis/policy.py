@@ -283,9 +283,8 @@ def truncation_rule(cut: list[tuple[str, int, float]], total: int) -> Optional[R
 
 
 def _stated(logged: Logged) -> dict:
-    """Limits the span metadata states (another importer fills ``Logged.stated``; absent before it lands)."""
-    stated = getattr(logged, "stated", None) or {}
-    return stated if isinstance(stated, dict) else {}
+    """Limits the span metadata states; a hand-edited trace's ``stated`` that is not an object states none."""
+    return logged.stated if isinstance(logged.stated, dict) else {}
 
 
 def _number(value) -> Optional[float]:
@@ -368,7 +367,7 @@ def rules_of(trace: Trace, sent: Sent) -> list[Rule]:
                        if p.superseded_by]),
         order_rule(sent_ids, retrieved, [c.id for c in ranked]),
         budget_rule(sent.evidence_tokens, _skipped(trace, sent, strongest)),
-        history_rule(_history_tokens(trace, logged.prompt_text or ""), trace.config.window),
+        history_rule(_history_tokens(trace, logged.prompt_text), trace.config.window),
         reranker_rule(logged.reranker, len(logged.reranked), len(logged.reranker_cut)),
         truncation_rule([(p.id, p.position, p.share) for p in sent.passages if p.cut], len(sent.passages)),
     ]
