@@ -217,9 +217,10 @@ def _over_window(ctx: Ctx) -> list[Finding]:
     fix, ok, at = ctx.reach(decisive.id, _window_fixes(ctx))
     title = (f"The prompt that was sent was longer than the model could read: {s.prompt_tokens:,} tokens where "
              f"{ctx.limit:,} fit, so {decisive.id}, the strongest passage near the end, is where it gets cut.")
+    lie = f"{len(past)} passages lie" if len(past) > 1 else "1 passage lies"
     return [Finding("prompt_over_window", 3, title,
-                    f"{len(past)} passages lie past token {ctx.limit:,} (the window minus the room kept for the "
-                    f"answer): {', '.join(p.id for p in past[:6])}" + ("…" if len(past) > 6 else ""), fix, ok,
+                    f"{lie} past token {ctx.limit:,} (the window minus the room kept for the answer): "
+                    f"{', '.join(p.id for p in past[:6])}" + ("…" if len(past) > 6 else ""), fix, ok,
                     (decisive.id,), proof=("re-running your pipeline with it keeps the passage" + landing(at)) if ok
                     else "no re-run tried kept it", after=at, fix_said=_window_said(fix, ctx))]
 
