@@ -14,7 +14,10 @@ from ctxcore.analysis.policy import Rule, _number, _stated, infer, order_rule, s
 from ctxcore.analysis.sent import of_trace
 from ctxcore.records import Inputs, Logged
 
-ORDER_OTHER = order_rule(["c", "a", "b"], ["a", "b", "c"], ["a", "b", "c"])
+
+
+def _order_other():
+    return order_rule(["c", "a", "b"], ["a", "b", "c"], ["a", "b", "c"])
 
 
 @pytest.mark.parametrize("stated, settings", [
@@ -42,8 +45,9 @@ def test_a_top_k_is_a_cap_only_below_what_was_retrieved(value, retrieved, settin
 
 
 def test_an_order_no_ctxcore_order_gives_is_said_with_the_ranks_it_was_sent_in():
-    assert ORDER_OTHER.evidence == "the sent passages are retrieval ranks 3 1 2: neither retrieval nor score order"
-    assert settings_of([ORDER_OTHER], 3, {}) == (
+    rule = _order_other()
+    assert rule.evidence == "the sent passages are retrieval ranks 3 1 2: neither retrieval nor score order"
+    assert settings_of([rule], 3, {}) == (
         {}, ["the order of the sent passages (3 1 2): none of ctxcore's orders puts them so"])
 
 
@@ -67,7 +71,7 @@ def test_every_rule_at_once_in_order():
     rules = [Rule("passages", 3, "", "certain"), Rule("threshold", 0.5, "", "likely"),
              Rule("per_document", True, "", "likely"),
              Rule("dedup", False, "s2 copies s1 (similarity 1.00)", "certain"), Rule("versions", True, "", "certain"),
-             ORDER_OTHER, truncation_rule([("r3", 3, 0.5)], 3), Rule("reranker", 3, "", "certain")]
+             _order_other(), truncation_rule([("r3", 3, 0.5)], 3), Rule("reranker", 3, "", "certain")]
     settings, cannot = settings_of(rules, 6, {"context_window": 8192, "max_output": 256})
     assert settings == {"window": 8192, "max_output": 256, "max_passages": 3, "min_score": 0.5, "near_dup": None,
                         "prefer_newest": False}
@@ -109,17 +113,22 @@ THREE = tuple(Candidate(f"p{i}", t, round(0.9 - 0.1 * i, 2)) for i, t in enumera
     "one; choose a long passphrase and save the settings before rebooting.",
     "If you forgot the router password and cannot reach the admin page, a factory reset restores the default "
     "password shown on the sticker under the device.")))
-SENT = build(THREE, Q, Config(order="rank"))   # the logged pipeline sent all three, strongest first
+
+
+def _sent():
+    """The logged pipeline sent all three, strongest first. Built in the test, never at import: a mutation
+    worker forks after import, and the engine's threads do not survive a fork."""
+    return build(THREE, Q, Config(order="rank"))
 
 
 def _logged(config: Config, **stated):
     trace = build(THREE, Q, config)
-    return dataclasses.replace(trace, logged=Logged("openinference", prompt_text=SENT.prompt.text,
+    return dataclasses.replace(trace, logged=Logged("openinference", prompt_text=_sent().prompt.text,
                                                     stated=stated or None))
 
 
 def test_the_three_passages_cost_what_the_tables_below_assume():
-    assert [(d.id, d.fate, d.cost) for d in SENT.decisions] == [("p0", "kept", 48), ("p1", "kept", 53),
+    assert [(d.id, d.fate, d.cost) for d in _sent().decisions] == [("p0", "kept", 48), ("p1", "kept", 53),
                                                                  ("p2", "kept", 41)]
 
 

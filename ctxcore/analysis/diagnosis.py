@@ -148,7 +148,7 @@ def _buried(ctx: Ctx) -> list[Finding]:
     return [Finding("buried_in_middle", 3, title, f"{best.id} ({why}) sits among {n} passages, away from both ends",
                     fix, ok, (best.id,), proof=("ordering for attention puts it at an edge" + landing(at)) if ok
                     else "no ordering tried put it at an edge", after=at,
-                    fix_said=f"{_ORDERS[fix['order']]} (ctxcore: {setting_said(fix)})" if fix else "")]
+                    fix_said=f"{_ORDERS[fix['order']]} (ctxcore: {setting_said(fix)})")]  # two orders: one is a change
 
 
 def _outdated(ctx: Ctx) -> list[Finding]:
