@@ -462,6 +462,12 @@ def _raw_row(store, **values):
     conn.close()
 
 
+TAGS_SAID = ("'', 'instruction_followed', 'unsupported_answer', 'nothing_relevant', 'outdated_version_sent', "
+             "'conflicting_sources', 'reranker_cut', 'history_crowding', 'prompt_over_window', 'prompt_cut_off', "
+             "'duplicates_crowd_out', 'paraphrased_duplicates', 'threshold_cut', 'per_document_cap', "
+             "'buried_in_middle', 'fragmented_document', 'not_sent', 'instruction_in_content', 'other'")
+
+
 @pytest.mark.parametrize("values, shown", [
     ({"created": "yesterday"}, dict(created=math.nan, problem="field 'created': must be a time in seconds since "
                                     "1970, between 0 (1970) and 4,102,444,800 (2100) (got 'yesterday')")),
@@ -483,6 +489,13 @@ def _raw_row(store, **values):
                                   "characters")),
     ({"title": b"x" * 300}, dict(title="b'" + "x" * 198, problem="field 'title': must be text (got b'"
                                  + "x" * 35 + "...)")),
+    # a bad row's other values are shown cut at their own field's limit (a name's is 500), 200 for the rest
+    ({"name": b"n" * 300, "id": b"9" * 300},
+     dict(name="b'" + "n" * 300 + "'", id="b'" + "9" * 198, problem="field 'name': must be text (got b'"
+          + "n" * 35 + "...)")),
+    # a bad row keeps settings that are sound; an input that is gone is size 0
+    ({"tag": "x", "settings": '{"budget": 100}'},
+     dict(tag="x", settings={"budget": 100}, problem="field 'tag': must be one of " + TAGS_SAID + " (got 'x')")),
 ])
 def test_a_row_that_breaks_the_rules_is_listed_with_its_problem_beside_the_sound_ones(store, values, shown):
     _raw_row(store, **values)
@@ -714,3 +727,20 @@ def test_a_store_in_a_folder_that_does_not_exist_yet_is_made_with_its_parents(tm
     deep = tmp_path / "a" / "b" / "c"
     cid = casestore.save_case(DATA, {"name": "a.json", "settings": {}, "created": 1000}, deep, case_id="x")
     assert (deep / "cases.db").exists() and casestore.get_case(cid, deep) == _case("x")
+
+
+def test_the_store_makes_every_missing_folder_above_it(tmp_path):
+    deep = tmp_path / "a" / "b" / "c"
+    cid = casestore.save_case(DATA, {"name": "a.json", "settings": {}, "created": 1000}, folder=deep, case_id="deep")
+    assert (deep / "cases.db").is_file() and casestore.get_case(cid, deep) == _case("deep")
+
+
+def test_a_bad_rows_size_that_is_no_whole_number_is_shown_as_0(store):
+    odd = "1" * 64
+    _raw_row(store, tag="x", sha256=odd)
+    conn = sqlite3.connect(str(store / "cases.db"))
+    conn.execute("INSERT INTO inputs (sha256, size, data, created) VALUES (?, ?, ?, ?)", (odd, "big", DATA, 1000))
+    conn.commit()
+    conn.close()
+    bad = casestore.get_case("bad")
+    assert (bad.size, bad.sha256, bad.problem) == (0, odd, "field 'tag': must be one of " + TAGS_SAID + " (got 'x')")

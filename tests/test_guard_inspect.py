@@ -233,3 +233,74 @@ def test_what_a_higher_layer_adds_to_a_logged_run_and_why_it_could_not():
 
     rep = inspect_file(path, enrich=refuse)
     assert "policy" not in rep and rep["not_found"][-1] == "policy: not inferred (x: no prompt to read)"
+
+
+# --- what report() says of one run, field by field --------------------------------------------------------------
+
+from dataclasses import replace  # noqa: E402
+
+from ctxcore import Candidate  # noqa: E402
+from ctxcore.io.formats import load_run  # noqa: E402
+from ctxcore.io.inspect import report  # noqa: E402
+from ctxcore.io.loaded import Loaded  # noqa: E402
+
+_PROMPT_MISSING = "logged prompt: no LLM call with messages or prompts in this run (or a sibling trace)"
+
+
+def _run_one():
+    loaded = load_run((_TRACES / "phoenix_multi.jsonl").read_bytes(), run=1, name="m.jsonl")
+    return loaded, loaded.logged
+
+
+def test_a_run_with_everything_logged_misses_nothing_and_names_its_source():
+    loaded, lg = _run_one()
+    rep = report(loaded)
+    assert (rep["source"], rep["not_found"], rep["model"], rep["prompt_tokens"]) == ("m.jsonl", [], "gpt-4o-mini", 300)
+    assert report(loaded, "other.jsonl")["source"] == "other.jsonl"
+
+
+def test_every_field_a_run_lacks_is_named_in_order():
+    """No question, no answer, no model, no count of prompt tokens: each one line, in this order."""
+    loaded, lg = _run_one()
+    bare = replace(loaded, query="", logged=replace(lg, answer=None, model=None, prompt_tokens=None))
+    rep = report(bare)
+    assert rep["not_found"] == ["query: no question in the retriever, reranker or root span input",
+                                "answer: no LLM output and no root span output",
+                                "model: the LLM call names none",
+                                "prompt tokens: the log counted none"]
+    assert (rep["query"], rep["answer"], rep["model"], rep["prompt_tokens"]) == (None, None, None, None)
+    # an empty answer or a zero count was logged: not missing
+    said = report(replace(loaded, logged=replace(lg, answer="", prompt_tokens=0)))
+    assert said["not_found"] == [] and (said["answer"], said["prompt_tokens"]) == ("", 0)
+
+
+def test_a_run_without_a_prompt_has_no_prompt_lines():
+    loaded, lg = _run_one()
+    rep = report(replace(loaded, logged=replace(lg, prompt_text=None)))
+    assert rep["not_found"] == [_PROMPT_MISSING]
+    assert (rep["prompt_head"], rep["prompt_lines"]) == ([], 0)
+
+
+def test_each_document_is_its_id_score_document_and_first_hundred_characters_and_its_reranker_score():
+    loaded, lg = _run_one()
+    cands = (Candidate("a", "x" * 101, 0.5, doc_id="d1", metadata={"reranker": 0.91}),
+             Candidate("b", "short", None))
+    rep = report(replace(loaded, candidates=cands))
+    assert rep["documents"] == [{"id": "a", "score": 0.5, "doc_id": "d1", "text": "x" * 100, "reranker": 0.91},
+                                {"id": "b", "score": None, "doc_id": None, "text": "short"}]
+
+
+def test_a_file_that_is_not_a_logged_trace_is_its_source_format_and_count():
+    plain = Loaded((Candidate("a", "text"),), "q", source="cands.json")
+    assert report(plain) == {"source": "cands.json", "format": "json", "logged": False, "documents": 1}
+    assert report(plain, "given.json")["source"] == "given.json"
+
+
+def test_a_shape_refused_as_soon_as_it_is_recognised_is_one_line_naming_the_file():
+    """A Langfuse trace that lists its observations by id is refused while its shape is read: inspect says so in
+    a line, as for every other file it cannot read (it raised before)."""
+    raw = b'{"id": "t1", "observations": ["o1", "o2"], "input": "q"}'
+    assert inspect_file(raw, name="lf.json") == {
+        "source": "lf.json", "format": None,
+        "error": "lf.json, field 'observations': this Langfuse trace lists observation ids only; export it with its "
+                 "observations (GET /api/public/traces/{traceId})"}

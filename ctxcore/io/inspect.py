@@ -93,7 +93,10 @@ def inspect_file(path, run: Optional[int] = None, trace_id: Optional[str] = None
             data = parse_text(decode(raw, source), source)
         except InputError as err:
             return error_report(str(err), source)
-        family = family_of(data, source)
+        try:
+            family = family_of(data, source)  # a shape may be recognised and refused at once (ids only)
+        except InputError as err:
+            return error_report(str(err), source)
         if family is None:
             if isinstance(data, dict) and ("candidates" in data or "format" in data) or isinstance(data, list) \
                     and data and all(isinstance(x, dict) and "text" in x for x in data):
@@ -119,7 +122,7 @@ def report_text(rep: dict[str, Any]) -> str:
     if rep.get("error"):
         shown = rep.get("format") not in (None, "span-attributes")
         return rep["error"] + (f" (detected format: {rep['format']})" if shown else "")
-    if not rep.get("runs") and "runs" not in rep:
+    if "runs" not in rep:  # a plain candidates file (a logged trace always lists its runs, even none)
         return f"{rep['source']}: {rep['format']} input with {rep.get('documents', 0)} candidates (not a logged trace)"
     out = [f"file: {rep['source']}", f"format: {rep['format']}"
            + (f" (attributes: {', '.join(rep['conventions'])})" if rep.get("conventions") else ""), "",
