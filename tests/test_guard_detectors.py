@@ -339,6 +339,18 @@ def test_copies_whose_removal_still_leaves_the_passage_out_are_said_unproved():
     assert f.proof == "no re-run tried brought it in"
 
 
+def test_copies_a_pipeline_already_checks_at_0_8_get_no_copy_check_to_offer():
+    """The logged pipeline's own copy check is at 0.8 (its policy says so): asking for 0.8 changes nothing, so no
+    fix is offered, none is tried, and nothing is said to do."""
+    trace = build(COPIES + (Candidate("x", SPAM, 0.5),), QP, Config(near_dup=0.8, max_passages=4))
+    texts = {c.id: c.text for c in trace.candidates}
+    prompt = "\n\n".join(f"[{i}] {texts[c]}" for i, c in enumerate(["h1", "h2", "h3", "o"], 1)) + f"\n\nQuestion: {QP}"
+    policy = Policy((Rule("passages", 4, "4 of 6 sent", "likely"),), (("max_passages", 4), ("near_dup", 0.8)), ())
+    [f] = dg._duplicates(Ctx(trace, of_trace(trace, prompt), (), "", None, None, policy))
+    assert (f.ids, f.fix, f.fix_verified, f.after) == (("x", "h1", "h2", "h3"), None, False, None)
+    assert (f.proof, f.fix_said) == ("no re-run tried brought it in", "")
+
+
 def test_the_largest_group_of_copies_is_named_whichever_comes_first():
     gift = "Gift cards are sold at the front desk of every store."
     cands = (Candidate("z1", gift, 0.95), Candidate("z2", gift, 0.94)) + COPIES + (Candidate("x", SPAM, 0.5),)
@@ -573,3 +585,15 @@ def test_a_passage_of_a_document_without_a_chunk_index_is_no_chunk():
     cands = (_chunk("d#2", 0.9), Candidate("whole", ROUTER["x"], 0.85, doc_id="d"), _chunk("d#1", 0.8))
     [f] = dg._fragmented(_ctx(build(cands, Q, Config(order="rank"))))
     assert f.ids == ("d#1", "d#2")
+
+
+def test_a_copy_at_exactly_the_copy_threshold_is_a_copy_not_a_passage_left_out():
+    """x is a's four words and one more: similarity 4/5 = 0.8, the copy check's threshold, so it counts as a copy
+    of a sent passage (as the build's own near-dup stage says) and is not reported as retrieved but never sent."""
+    a, x = "Refunds reach your card.", "Refunds reach your card quickly."
+    trace = build((Candidate("a", a, 0.9), Candidate("x", x, 0.8), Candidate("s", "Store credit arrives at once.", 0.5)),
+                  "How fast do refunds reach my card?", Config(near_dup=0.8))
+    assert trace.decision("x").fate == "near_duplicate"
+    ctx = _ctx(trace)
+    assert (ctx.threshold, ctx.lost) == (0.8, ["x"])
+    assert dg._not_sent(ctx) == []

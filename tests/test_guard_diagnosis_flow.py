@@ -61,6 +61,20 @@ def _logged(cands, prompt, config=Config(budget=2000)):
     return dataclasses.replace(build(cands, Q, config), logged=Logged("openinference", prompt_text=prompt))
 
 
+def test_a_passage_left_out_beside_copies_that_crowded_the_prompt_is_their_consequence():
+    """y (0.99) holds "long", the question word nothing sent holds, and was not sent: on its own a cause of its own
+    (severity 2). The copies that took 62% of the evidence are the root, so y's absence is their note, folded
+    into the root and listed after the other cause, at severity 1."""
+    y = Candidate("y", "How long the money stays on hold depends on the bank.", 0.99)
+    d = dg.diagnose(_logged(TWO + (y,), SENT))
+    assert [(f.kind, f.severity, f.role, f.ids) for f in d.findings] == [
+        ("duplicates_crowd_out", 3, "cause", ("x", "c1", "c2", "c3")), ("buried_in_middle", 2, "cause", ("r",)),
+        ("not_sent", 1, "note", ("y",))]
+    said = ("y (score 0.99) was retrieved but never sent: your pipeline appears to send the top 5 passages (sent 5 "
+            "of the 7 passages retrieved).")
+    assert d.findings[0].folded == (said,) and d.findings[2].title == said
+
+
 def test_a_caller_is_told_each_rerun_between_reading_the_prompt_and_done():
     """Copies crowd x out and r is buried: six re-runs prove the two fixes on the pipeline's policy; the caller
     hears the first step, each re-run by its settings, and the end, counted against MAX_PROOFS + 2 steps."""
@@ -221,8 +235,9 @@ def test_a_prompt_over_a_window_too_small_for_the_passage_says_no_rerun_kept_it(
 
 @pytest.mark.parametrize("cands, limit, ids, past", [
     (SIX, 295, None, None),                       # the prompt is 295 tokens: at the limit, nothing is past it
-    (SIX, 294, ("p5",), "1 passage lies past token 294"),   # the question is past it: the last passage is named
-    (SIX, 280, ("p5",), "1 passage lies past token 280"),
+    (SIX, 294, ("p5",), "1 passage lies past token 294 (the window minus the room kept for the answer): p5"),
+    (SIX, 280, ("p5",), "1 passage lies past token 280 (the window minus the room kept for the answer): p5"),
+    (SIX, 180, ("p4",), "2 passages lie past token 180 (the window minus the room kept for the answer): p4, p5"),
     (SIX, 30, ("p0",), "6 passages lie past token 30 (the window minus the room kept for the answer): p0, p1, p2, "
                        "p3, p4, p5"),
     (SEVEN, 30, ("p0",), "7 passages lie past token 30 (the window minus the room kept for the answer): p0, p1, p2, "
@@ -231,7 +246,20 @@ def test_a_prompt_over_a_window_too_small_for_the_passage_says_no_rerun_kept_it(
 def test_the_passages_past_the_limit(cands, limit, ids, past):
     found = _over(cands, limit)
     assert [f.ids for f in found] == ([] if ids is None else [ids])
-    assert all(f.evidence.startswith(past) for f in found)
+    assert [f.evidence for f in found] == ([] if past is None else [past])
+
+
+@pytest.mark.parametrize("limit, past", [
+    # a logged prompt's passages start at character offsets, read as tokens in proportion to the whole prompt
+    # (295 tokens over 792 characters up to the last passage's start): p4 ends at 268.7 tokens, p1 at 130.1
+    (269, "1 passage lies past token 269 (the window minus the room kept for the answer): p5"),
+    (268, "2 passages lie past token 268 (the window minus the room kept for the answer): p4, p5"),
+    (131, "4 passages lie past token 131 (the window minus the room kept for the answer): p2, p3, p4, p5"),
+    (130, "5 passages lie past token 130 (the window minus the room kept for the answer): p1, p2, p3, p4, p5"),
+])
+def test_a_logged_prompts_passages_past_the_limit_are_read_off_its_characters_in_proportion(limit, past):
+    [f] = _over(SIX, limit, Config(order="rank"), _six_sent())
+    assert f.evidence == past
 
 
 def test_of_passages_past_the_limit_that_score_the_same_the_earliest_is_named():
@@ -301,6 +329,22 @@ def test_every_score_low_and_the_closest_sharing_a_fifth_of_the_question(answer,
                           "nothing scores that high (ctxcore: min_score 0.35)")
 
 
+def test_a_minimum_score_cannot_make_the_replay_abstain_while_an_unscored_passage_is_kept():
+    """With drop_unscored off, a passage without a score passes any minimum score: the fix is offered (0.35, above
+    every score) but not verified, and no proof is claimed."""
+    mix = LOW + (Candidate("u", FILLERS[3].text, None),)
+    [f] = dg.diagnose(build(mix, WQ, Config(budget=2000, drop_unscored=False)), answer="Two years.").causes
+    assert (f.kind, f.fix, f.fix_verified, f.proof) == ("unsupported_answer", {"min_score": 0.35}, False, "")
+    assert f.fix_said.startswith("set a minimum relevance score of 0.35, so the model is told")
+
+
+def test_without_any_score_there_is_no_minimum_score_to_offer():
+    unscored = tuple(Candidate(f"f{i}", c.text, None) for i, c in enumerate(FILLERS[:3]))
+    [f] = dg.diagnose(build(unscored, WQ, Config(budget=2000)), answer="Two years.").causes
+    assert (f.kind, f.evidence, f.ids) == ("unsupported_answer", "f0: 0%; f1: 0%; f2: 0%", ("f0", "f1", "f2"))
+    assert (f.fix, f.fix_verified, f.proof, f.fix_said) == (None, False, "", "")
+
+
 def test_an_answer_that_abstained_was_right_to():
     trace = build(LOW, WQ, Config(budget=2000))
     assert dg.diagnose(trace, answer="I cannot answer this from the provided documents.").findings == ()
@@ -347,6 +391,17 @@ def test_an_unlabelled_passage_is_said_to_be_sent_as_a_passage():
     [f] = dg._instructions(Ctx(trace, sent, (), "", None, None, Policy()))
     assert (f.evidence, f.proof) == ("sent as a passage at position 1", "the replay neutralises it and fences it off "
                                                                         "as data")
+
+
+def test_a_passage_the_replay_drops_is_fenced_off_too():
+    """The pipeline sent a, and the replay under its settings drops it (a minimum score of 0.95): it is not sent as
+    is, so the proof still says it is kept out of the instructions' way."""
+    trace = build(ORDERS, RQ, Config(min_score=0.95))
+    assert trace.decision("a").fate == "below_threshold"
+    sent = of_trace(trace, f"[S1] {ORDERS[0].text}\n\n[S2] {ORDERS[1].text}\n\nQuestion: {RQ}")
+    [f] = dg._instructions(Ctx(trace, sent, (), "", None, None, Policy()))
+    assert (f.kind, f.evidence, f.proof) == ("instruction_in_content", "sent as [S1] at position 1",
+                                             "the replay neutralises it and fences it off as data")
 
 
 # --- a passage cut off: what fixes it -------------------------------------------------------------------------
