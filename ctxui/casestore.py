@@ -424,7 +424,8 @@ def case_input(case: Case, folder: Optional[Path] = None) -> bytes:
 
 def list_cases(folder: Optional[Path] = None, *, tag: Optional[str] = None, text: str = "",
                since: Optional[float] = None, until: Optional[float] = None, limit: int = 1000) -> list[Case]:
-    """Cases, newest first; ``text`` matches title, note, file name and question (case-insensitive); ``tag``
+    """Cases, newest first; ``text`` matches title, note, file name and question (case-insensitive, in every
+    alphabet); ``tag``
     matches the cases tagged with that kind under its name today or an older one."""
     where, args = [], []
     if tag:
@@ -432,8 +433,8 @@ def list_cases(folder: Optional[Path] = None, *, tag: Optional[str] = None, text
         where.append(f"c.tag IN ({', '.join('?' * len(same))})")
         args += same
     if text.strip():
-        pattern = "%" + text.strip().lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        where.append("(" + " OR ".join(f"lower(c.{f}) LIKE ? ESCAPE '\\'" for f in ("title", "note", "name", "query"))
+        pattern = "%" + text.strip().casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where.append("(" + " OR ".join(f"fold(c.{f}) LIKE ? ESCAPE '\\'" for f in ("title", "note", "name", "query"))
                      + ")")
         args += [pattern] * 4
     if since is not None:
@@ -445,7 +446,13 @@ def list_cases(folder: Optional[Path] = None, *, tag: Optional[str] = None, text
     sql = (f"SELECT {_COLUMNS} FROM cases c JOIN inputs i ON i.sha256 = c.sha256"
            + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY c.created DESC, c.id LIMIT ?")
     with connection(folder) as conn:
+        # SQLite's lower() folds ASCII letters only: "CAFÉ" would not match "café"
+        conn.create_function("fold", 1, _fold, deterministic=True)
         return [_case(r) for r in conn.execute(sql, (*args, int(limit))).fetchall()]
+
+
+def _fold(value):
+    return value.casefold() if isinstance(value, str) else value
 
 
 def count_inputs(folder: Optional[Path] = None) -> int:

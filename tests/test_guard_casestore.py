@@ -744,3 +744,30 @@ def test_a_bad_rows_size_that_is_no_whole_number_is_shown_as_0(store):
     conn.close()
     bad = casestore.get_case("bad")
     assert (bad.size, bad.sha256, bad.problem) == (0, odd, "field 'tag': must be one of " + TAGS_SAID + " (got 'x')")
+
+
+@pytest.mark.parametrize("title, text", [("Réglage CAFÉ", "café"), ("réglage café", "CAFÉ"), ("Straße", "STRASSE"),
+                                         ("Refund", "REFUND")])
+def test_a_search_ignores_letter_case_in_every_alphabet(store, title, text):
+    casestore.save_case(DATA, {"name": "a.json", "settings": {}, "created": 1000, "title": title}, case_id="c")
+    casestore.save_case(DATA, {"name": "b.json", "settings": {}, "created": 999, "title": "other"}, case_id="o")
+    assert [c.id for c in casestore.list_cases(text=text)] == ["c"]
+
+
+def test_a_list_holds_the_newest_thousand_unless_asked_for_more(store):
+    casestore.save_case(DATA, {"name": "a.json", "settings": {}, "created": 1000}, case_id="first")
+    conn = sqlite3.connect(str(store / "cases.db"))
+    conn.executemany("INSERT INTO cases (id, created, title, note, tag, name, sha256, settings) VALUES "
+                     "(?, ?, '', '', '', 'a.json', ?, '{}')", [(f"c{i:04d}", 2000 + i, SHA) for i in range(1000)])
+    conn.commit()
+    conn.close()
+    listed = casestore.list_cases()
+    assert (len(listed), listed[0].id, listed[-1].id) == (1000, "c0999", "c0000")
+    assert len(casestore.list_cases(limit=1001)) == 1001
+
+
+def test_a_case_row_holds_settings_to_the_registry_unless_told_not_to():
+    with pytest.raises(CaseError) as err:
+        casestore.case_row({"settings": {"budget": -5}})
+    assert str(err.value) == "field 'settings.budget': must be a whole number of tokens, 0 or more (got -5)"
+    assert casestore.case_row({"settings": {"budget": -5}}, registry=False)["settings"] == '{"budget": -5}'

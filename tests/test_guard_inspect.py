@@ -304,3 +304,14 @@ def test_a_shape_refused_as_soon_as_it_is_recognised_is_one_line_naming_the_file
         "source": "lf.json", "format": None,
         "error": "lf.json, field 'observations': this Langfuse trace lists observation ids only; export it with its "
                  "observations (GET /api/public/traces/{traceId})"}
+
+
+def test_a_run_not_among_the_files_runs_is_no_run_and_every_reranker_field_is_reported():
+    loaded, lg = _run_one()
+    odd = replace(lg, runs=(), retriever_spans=("s1", "s2"), reranker={"span": "s3", "model": "rr", "top_k": 2},
+                  reranked=("b", "a"), reranker_cut=("c",))
+    rep = report(replace(loaded, logged=odd, warnings=("first", "second")))
+    assert (rep["runs"], rep["run"]) == ([], None)
+    assert (rep["retriever_spans"], rep["reranker"], rep["reranked"], rep["reranker_cut"]) == (
+        ["s1", "s2"], {"span": "s3", "model": "rr", "top_k": 2}, ["b", "a"], ["c"])
+    assert rep["warnings"] == ["first", "second"]
