@@ -771,3 +771,10 @@ def test_a_case_row_holds_settings_to_the_registry_unless_told_not_to():
         casestore.case_row({"settings": {"budget": -5}})
     assert str(err.value) == "field 'settings.budget': must be a whole number of tokens, 0 or more (got -5)"
     assert casestore.case_row({"settings": {"budget": -5}}, registry=False)["settings"] == '{"budget": -5}'
+
+
+def test_a_search_reads_past_a_bad_row_whose_title_is_not_text(store):
+    _raw_row(store, title=b"Refund")
+    casestore.save_case(DATA, {"name": "b.json", "settings": {}, "created": 999, "title": "refund policy"},
+                        case_id="r")
+    assert [c.id for c in casestore.list_cases(text="refund")] == ["r"]

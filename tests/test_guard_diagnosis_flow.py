@@ -73,6 +73,11 @@ def test_a_passage_left_out_beside_copies_that_crowded_the_prompt_is_their_conse
     said = ("y (score 0.99) was retrieved but never sent: your pipeline appears to send the top 5 passages (sent 5 "
             "of the 7 passages retrieved).")
     assert d.findings[0].folded == (said,) and d.findings[2].title == said
+    # r sent first (not buried): the passage left out is the root's only other cause, and still its note
+    first = "\n\n".join(f"[{i}] {TEXT[k]}" for i, k in enumerate(["r", "c1", "c2", "c3", "s"], 1)) + f"\n\nQuestion: {Q}"
+    d = dg.diagnose(_logged(TWO + (y,), first))
+    assert [(f.kind, f.severity, f.role, f.ids) for f in d.findings] == [
+        ("duplicates_crowd_out", 3, "cause", ("x", "c1", "c2", "c3")), ("not_sent", 1, "note", ("y",))]
 
 
 def test_a_caller_is_told_each_rerun_between_reading_the_prompt_and_done():
