@@ -453,3 +453,27 @@ def test_the_pipelines_policy_is_read_only_from_the_prompt_it_sent():
                                 logged=Logged("openinference", prompt_text=_six_sent("mid p5")))
     assert dg.diagnose(trace, sent=of_build(trace)).policy == Policy()
     assert dg.diagnose(trace).policy == of(trace) != Policy()
+
+
+def test_the_policy_is_read_off_the_prompt_being_diagnosed_not_the_one_the_trace_logged():
+    """The trace logged all six passages; asked about a prompt that sent two, the pipeline is the one that sends the
+    top two."""
+    trace = build(SIX, RQ, Config(order="rank"))
+    texts = {c.id: c.text for c in SIX}
+    two = "\n\n".join(f"[S{i}] {texts[k]}" for i, k in enumerate(["p0", "p1"], 1)) + f"\n\nQuestion: {RQ}"
+    logged = dataclasses.replace(trace, logged=Logged("openinference", prompt_text=_six_sent()))
+    assert dict(dg.diagnose(logged).policy.settings) == {"order": "original"}
+    d = dg.diagnose(logged, logged_prompt=two)
+    assert [p.id for p in d.sent.passages] == ["p0", "p1"]
+    assert dict(d.policy.settings) == {"max_passages": 2, "order": "original"}
+    assert [(r.kind, r.value) for r in d.policy.rules] == [("passages", 2), ("order", "original")]
+
+
+def test_copies_crowding_x_out_and_r_buried_are_the_whole_diagnosis():
+    """x is the passage the copies crowded out; it is not named a second time as retrieved but never sent (one
+    cause per passage), and each fix goes on the pipeline's own settings."""
+    d = dg.diagnose(_logged(TWO, SENT))
+    base = {"budget": 88, "near_dup": None, "max_passages": 5}
+    assert [(f.kind, f.severity, f.role, f.ids, f.base) for f in d.findings] == [
+        ("duplicates_crowd_out", 3, "cause", ("x", "c1", "c2", "c3"), base),
+        ("buried_in_middle", 2, "cause", ("r",), base)]
