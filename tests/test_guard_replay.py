@@ -157,3 +157,71 @@ def test_runs_whose_order_alone_changed_are_counted_changed(log):
     assert moved_only and all(r["changed"] for r in moved_only)
     assert report["changed"] == report["reordered"] == len(moved_only)
     assert report["regression_count"] == 0
+
+
+# --- report.md, line by line ---------------------------------------------------------------------------------------
+
+from ctxcore.replay.report import markdown  # noqa: E402
+
+FULL = {
+    "settings": {"new": {"budget": 1000, "order": "rank"}, "baseline": {"budget": 1500}},
+    "runs": 1200, "changed": 300, "unchanged": 900, "regression_count": 3, "unreadable_count": 2,
+    "tokens": {"prompt_before": 1_500_000, "prompt_after": 1_600_000, "saved_total": -100_000,
+               "saved_per_run": {"p50": -80, "p90": -10}},
+    "regressions": [{"run_id": "run-7", "source": "log.jsonl:7", "lost_ids": ["a", "b"], "cited_labels": ["S1", "S2"],
+                     "query": "How | long?"},
+                    {"run_id": None, "source": "log.jsonl:9", "lost_ids": ["c"], "cited_labels": ["S3"],
+                     "query": "x" * 205}],
+    "fate_moves": [{"from": "kept", "to": "over_budget", "candidates": 1234, "runs": 300}],
+    "findings": {"compared": True, "runs_checked": 1100, "gone": {"buried_in_middle": 1001}, "new": {}},
+    "unreadable": [{"source": "log.jsonl:3", "reason": "not valid JSON"}],
+}
+
+
+def test_a_full_report_is_every_line_in_its_place():
+    """Tokens added (not saved) when the new prompts are longer; the regressions listed are fewer than counted; a
+    cell shows 200 characters at most and a '|' of its own escaped; thousands separated."""
+    assert markdown(FULL) == "\n".join([
+        "# Replay report", "",
+        'New settings: `{"budget": 1000, "order": "rank"}`; baseline: `{"budget": 1500}`', "",
+        "- runs replayed: 1,200; changed: 300; unchanged: 900",
+        "- likely regressions (a passage the logged answer cited would no longer be in the prompt): 3",
+        "- unreadable: 2",
+        "- prompt tokens: 1,500,000 before, 1,600,000 after, 100,000 added",
+        "- saved per run: p50 -80, p90 -10", "",
+        "## Likely regressions", "",
+        "| run | lost passages | cited as | query |", "|---|---|---|---|",
+        "| run-7 | a, b | S1, S2 | How \\| long? |",
+        "| log.jsonl:9 | c | S3 | " + "x" * 200 + " |",
+        "", "(first 2 of 3; all are in runs.jsonl)",
+        "", "## Fates moved", "",
+        "| from | to | candidates | runs |", "|---|---|---|---|",
+        "| kept | over_budget | 1,234 | 300 |",
+        "", "## Findings", "",
+        "Compared in 1,100 runs (the others built the same context under both settings).",
+        "- gone under the new settings: buried_in_middle (1,001 runs)",
+        "- new under the new settings: none",
+        "", "## Unreadable", "", "| source | reason |", "|---|---|",
+        "| log.jsonl:3 | not valid JSON |"]) + "\n"
+
+
+def test_an_interrupted_report_with_nothing_moved_says_so_in_words():
+    quiet = {**FULL, "settings": {"new": {"caller": "a`b"}, "baseline": None}, "regression_count": 0,
+             "regressions": [], "fate_moves": [], "unreadable": [], "unreadable_count": 0,
+             "tokens": {"prompt_before": 10, "prompt_after": 10, "saved_total": 0, "saved_per_run": {}},
+             "findings": {"compared": False, "runs_checked": 0, "gone": {"x": 1}, "new": {}},
+             "interrupted": {"runs": 48, "of": 112, "of_exact": False}}
+    assert markdown(quiet) == "\n".join([
+        "# Replay report", "",
+        "**Interrupted after 48 of at least 112 runs** (Ctrl-C): every figure below covers only the runs done.", "",
+        'New settings: ``{"caller": "a`b"}``; baseline: each run\'s logged prompt or own trace', "",
+        "- runs replayed: 1,200; changed: 300; unchanged: 900",
+        "- likely regressions (a passage the logged answer cited would no longer be in the prompt): 0",
+        "- unreadable: 0",
+        "- prompt tokens: 10 before, 10 after, 0 saved",
+        "- saved per run: ", "",
+        "## Likely regressions", "",
+        "None: every passage a logged answer cited is still in its prompt.",
+        "", "## Fates moved", "", "No candidate's fate moved.",
+        "", "## Findings", "", "Not compared (replayed without findings).",
+        "- gone under the new settings: none", "- new under the new settings: none"]) + "\n"
