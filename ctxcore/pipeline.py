@@ -169,10 +169,21 @@ def build(candidates: Iterable[Candidate], query: str, config: Optional[Config] 
     candidates = tuple(candidates)
     # (memos file their entries under this input, and keep entries for the last memo.INPUTS inputs only)
     with memo.collector_paused(), memo.building(candidates):  # re-scanning cached records: a fifth of a build
-        return _build(candidates, query, config, inputs)
+        return _trace(_run(candidates, query, config, inputs, len(STAGES)))
 
 
-def _build(candidates, query, config, inputs) -> Trace:
+def prepared(candidates: Iterable[Candidate], query: str, config: Optional[Config] = None,
+             inputs: Optional[Inputs] = None) -> State:
+    """The state the selection stage receives: candidates counted, filtered and de-duplicated, and the budget
+    set, with no fate of selection or assembly decided. For a caller that reads the counts and the budget, not
+    the fates (a policy inferred for a replay): the build's first stages, resumed and remembered as a build's."""
+    candidates = tuple(candidates)
+    with memo.collector_paused(), memo.building(candidates):
+        return _run(candidates, query, config, inputs, STAGES.index(select.run))
+
+
+def _run(candidates, query, config, inputs, until: int) -> State:
+    """The stages before ``until`` on a fresh or remembered state."""
     config, inputs, candidates = config or Config(), inputs or Inputs(), tuple(candidates)
     # keyed by the candidates' identities: an entry holds them, so no other object can take those ids
     key, keys = (tuple(map(id, candidates)), query), []
@@ -181,17 +192,17 @@ def _build(candidates, query, config, inputs) -> Trace:
         keys.append(key)
     done, state = 0, None
     for (stop, _), key in reversed(list(zip(CHECKPOINTS, keys))):
-        if key in _REMEMBERED:
+        if stop <= until and key in _REMEMBERED:
             done, state = stop, _REMEMBERED[key][1].replace(config=config, inputs=inputs)
             break
     if state is None:
         state = _start(candidates, query, config, inputs)
-    for i, stage in enumerate(STAGES[done:], done):
+    for i, stage in enumerate(STAGES[done:until], done):
         for (stop, _), key in zip(CHECKPOINTS, keys):
             if i == stop and key not in _REMEMBERED:
                 _REMEMBERED.keep(key, (candidates, state))
         state = stage(state)
-    return _trace(state)
+    return state
 
 
 def state_before(stage, candidates: Iterable[Candidate], query: str, config: Optional[Config] = None,
@@ -220,7 +231,8 @@ def evidence_cost(trace: Trace) -> int:
     return sum(d.cost or 0 for d in trace.decisions if d.fate == "kept")
 
 
-__all__ = ["STAGES", "build", "clear_caches", "evidence_cost", "forget_stage_results", "rank_order", "state_before"]
+__all__ = ["STAGES", "build", "clear_caches", "evidence_cost", "forget_stage_results", "prepared", "rank_order",
+           "state_before"]
 
 
 def forget_stage_results() -> None:

@@ -254,3 +254,25 @@ def test_the_cli_refuses_bad_replay_arguments(tmp_path):
 def test_the_sample_log_is_small():
     assert SAMPLE.stat().st_size < 200 * 1024
     assert len(SAMPLE.read_text(encoding="utf-8").splitlines()) == 30
+
+
+def test_an_export_that_lost_its_trace_links_is_replayed_run_by_run_as_loading_groups_it(tmp_path):
+    """Every span its own trace: the replay reads the runs loading finds by time (two, each with all its spans),
+    not one run per span holding a single span, and each run reads as loading the file by that run's id."""
+    rows = [json.loads(line) for line in (TRACES / "phoenix_multi.jsonl").read_text(encoding="utf-8").splitlines()]
+    for r in rows:
+        r["context"]["trace_id"] = r["context"]["span_id"] + "0" * 17
+        r["parent_id"] = None
+    lost = tmp_path / "lost.jsonl"
+    lost.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    runs = list(items([str(lost)]))
+    assert len(runs) == 2 and [it.kind for it in runs] == ["family", "family"]
+    whole = load_file(lost)
+    for it, logged_run in zip(runs, whole.logged.runs):
+        loaded, run_id, when = load_item(it)
+        alone = load_file(lost, trace_id=logged_run["id"])
+        assert run_id == logged_run["id"]
+        assert (loaded.query, [c.id for c in loaded.candidates]) == (alone.query, [c.id for c in alone.candidates])
+        assert loaded.logged.prompt_text == alone.logged.prompt_text and loaded.logged.prompt_text
+        assert when == min(r["start_time"] for r in it.payload[1])  # the run's earliest span
+    assert sum(len(it.payload[1]) for it in runs) == len(rows)  # every span in one run or the other

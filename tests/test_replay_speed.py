@@ -1,6 +1,7 @@
 """The replay's fast paths (#33) beside the definitions they speed up: findings without verification have the
-same kinds, a run's citations read off its kept labels are the answer check's, the remembered sent context is
-the plain reading, and a run whose context did not change needs no findings (its kinds are equal)."""
+same kinds, a policy inferred before selection is the one inferred from a build, a run's citations read off
+its kept labels are the answer check's, the remembered sent context is the plain reading, and a run whose
+context did not change needs no findings (its kinds are equal)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import pytest
 
 from ctxcore import load
 from ctxcore.analysis import explain as explain_module
+from ctxcore.analysis import policy as policy_module
 from ctxcore.analysis import sent as sent_module
 from ctxcore.analysis.explain import findings
+from ctxcore.io.formats import load_file
+from ctxcore.pipeline import clear_caches, prepared
 from ctxcore.replay.read import items, load_item
 from ctxcore.replay.run import _cited_checked, _cited_own, _same_context, policy_settings
 
@@ -96,3 +100,32 @@ def test_the_remembered_sent_context_is_the_plain_reading(runs):
                     dict(policy_settings(loaded))):
             trace = loaded.build(loaded.settings(**new))
             assert sent_module.reconstruct(trace, prompt) == sent_module.read_sent(trace, prompt)
+
+
+def test_a_policy_inferred_before_selection_is_the_one_inferred_from_a_build(runs):
+    """A loaded run's policy is inferred on a build stopped before selection (:func:`ctxcore.pipeline.prepared`);
+    the plain definition infers it on the whole build under the file's own settings. Equal on every logged run,
+    with and without the reproduction check, and on the policy fixtures (threshold, per document, budget)."""
+    fixtures = [load_file(p) for p in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "policy", "*.json*")))]
+    logged_runs = [r for r in runs + fixtures if r.logged is not None and r.logged.prompt_text]
+    assert len(logged_runs) >= 15
+    ruled = 0
+    for loaded in logged_runs:
+        for reproduce in (True, False):
+            fast = policy_module.infer(loaded, reproduce=reproduce)
+            clear_caches()  # the fast path cold, as a replay's worker meets a run
+            assert fast == policy_module.infer(loaded.build(), reproduce=reproduce)
+            ruled += len(fast.rules)
+    assert ruled >= 40
+
+
+def test_the_state_before_selection_has_the_builds_counts_and_budget(runs):
+    for loaded in runs[:10]:
+        for new in ({}, {"budget": 700}, {"near_dup": None, "max_passages": 3}, {"history_share": 0.1}):
+            config = loaded.settings(**new)
+            state = prepared(loaded.candidates, loaded.query, config, loaded.inputs)
+            clear_caches()
+            trace = loaded.build(config)
+            assert state.budget == trace.budget and state.config == trace.config
+            assert [c.tokens for c in state.candidates] == [c.tokens for c in trace.candidates]
+            assert all(isinstance(c.tokens, int) for c in state.candidates)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import InputError
-from ..pipeline import build, evidence_cost, rank_order
-from ..records import Config, Logged, Sent, Trace
+from ..pipeline import build, evidence_cost, prepared, rank_order
+from ..records import Budget, Candidate, Config, Inputs, Logged, Sent, Trace
 from ..settings import AUTO_HISTORY_SHARE, MAX_TOKENS
 from ..stages.similarity import jaccard, words
 from ..stages.tokens import get_tokenizer
@@ -442,12 +442,33 @@ def _differs(settings: dict) -> dict:
     return {k: v for k, v in sorted(settings.items()) if getattr(defaults, k) != v}
 
 
+@dataclass(frozen=True)
+class Counted:
+    """What inferring a policy reads of a run that has not been built: its candidates counted, its settings,
+    budget, blocks and log. A build stopped before selection gives it (:func:`counted`): no fate is needed to
+    read what was sent against what was retrieved, and deciding them all under the file's own settings was
+    a third of a replayed span run."""
+
+    query: str
+    config: Config
+    budget: Budget
+    candidates: tuple[Candidate, ...]
+    inputs: Inputs
+    logged: Optional[Logged]
+
+
+def counted(loaded) -> Counted:
+    """A loaded run (:class:`ctxcore.io.loaded.Loaded`) as :class:`Counted`, under the file's own settings."""
+    state = prepared(loaded.candidates, loaded.query, loaded.settings(), loaded.inputs)
+    return Counted(state.query, state.config, state.budget, state.candidates, state.inputs, loaded.logged)
+
+
 def infer(trace_or_loaded, sent: Optional[Sent] = None, reproduce: bool = True) -> Policy:
     """The policy of an imported run whose log holds the prompt that was sent; an empty one otherwise. ``sent``:
     the sent context when the caller has already read it (a diagnosis: read once, not twice). ``reproduce``
     False leaves out the build that checks the settings reproduce what was sent (``cannot``'s last lines):
     a replay needs the settings only."""
-    trace = trace_or_loaded.build() if not isinstance(trace_or_loaded, Trace) else trace_or_loaded
+    trace = trace_or_loaded if isinstance(trace_or_loaded, Trace) else counted(trace_or_loaded)
     logged = trace.logged
     if logged is None or not logged.prompt_text:
         return Policy()

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator, Optional
 from ..errors import InputError
 from ..io.formats import FAMILIES, family_of
 from ..io.formats.langfuse import LANGFUSE
-from ..io.formats.openinference import OPENINFERENCE
+from ..io.formats.openinference import OPENINFERENCE, run_groups
 from ..io.formats.spans import parse_spans, span_records
 from ..io.limits import MAX_BYTES
 from ..io.live import store as live_store
@@ -251,12 +251,29 @@ def _whole(path: str):
         yield "error", path, reason, None, None, size
         return
     family = family_of(data, path) if data is not None else None
-    ids = family.traces(data) if family is not None else []
-    if len(ids) < 2:
-        yield "bytes", path, raw, None, run_time(family.name if family else None, data), size
+    if family is not None and family.name == OPENINFERENCE:
+        runs, when = _span_runs(data, path)
+    else:
+        ids = family.traces(data) if family is not None else []
+        runs = [(tid, records, run_time(family.name, records))
+                for tid, records in _split(family.name, data, ids, path)] if len(ids) >= 2 else []
+        when = None if runs else run_time(family.name if family else None, data)
+    if len(runs) < 2:
+        yield "bytes", path, raw, None, when, size
         return
-    for tid, records in _split(family.name, data, ids, path):
-        yield "family", f"{path}#{tid}", (family.name, records), tid, run_time(family.name, records), size
+    for tid, records, time in runs:
+        yield "family", f"{path}#{tid}", (family.name, records), tid, time, size
+
+
+def _span_runs(data, source: str) -> tuple[list, Optional[str]]:
+    """(trace id, span records, time) of each run of a span export, and the time of the whole export when it
+    holds one run: the spans parsed once (the ids, the groups and each run's time were three parses, on the
+    replay's reading side), and grouped as loading groups them (by time, when the export lost its links)."""
+    records = span_records(data, source)
+    spans = parse_spans(records, source)
+    runs = [(tid, [records[s.index] for s in members], _earliest(members))
+            for tid, members in run_groups(spans).items() if tid is not None]
+    return (runs, None) if len(runs) >= 2 else ([], _earliest(spans))
 
 
 def _stored(source: str):
@@ -274,14 +291,8 @@ def _stored(source: str):
 
 
 def _split(name: str, data, ids: list[str], source: str) -> list[tuple[str, Any]]:
-    """The records of each run: spans grouped by trace id, Langfuse traces one by one or their
-    observations by ``traceId``; any other shape is handed whole with the run's id to pick."""
-    if name == OPENINFERENCE:
-        records = span_records(data, source)
-        groups: dict = {}
-        for span, record in zip(parse_spans(records, source), records):
-            groups.setdefault(span.trace_id, []).append(record)
-        return [(tid, groups[tid]) for tid in ids if tid in groups]
+    """The records of each run: Langfuse traces one by one or their observations by ``traceId``; any other
+    shape (span exports have :func:`_span_runs`) is handed whole with the run's id to pick."""
     if name == LANGFUSE:
         rows = data["data"] if isinstance(data, dict) and isinstance(data.get("data"), list) else data
         if isinstance(rows, list):
@@ -319,8 +330,14 @@ def run_time(family: Optional[str], data) -> Optional[str]:
             spans = parse_spans(span_records(data) or [], "input")
         except InputError:
             spans = []
-        starts = [s.start for s in spans if s.start is not None]
-        value = min(starts, key=lambda v: (not isinstance(v, (int, float)), str(v))) if starts else None
+        return _earliest(spans)
+    return None if value is None else str(value)
+
+
+def _earliest(spans) -> Optional[str]:
+    """The earliest start of the spans (numbers before text), as text."""
+    starts = [s.start for s in spans if s.start is not None]
+    value = min(starts, key=lambda v: (not isinstance(v, (int, float)), str(v))) if starts else None
     return None if value is None else str(value)
 
 

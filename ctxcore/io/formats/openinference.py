@@ -423,7 +423,13 @@ def trace_ids(data) -> list[str]:
     records = span_records(data)
     if records is None:
         return []
-    return [tid for tid in _groups(parse_spans(records, "input"), []) if tid is not None]
+    return [tid for tid in run_groups(parse_spans(records, "input")) if tid is not None]
+
+
+def run_groups(spans: list[Span]) -> dict:
+    """The runs of spans already parsed, as loading groups them: by trace id, or by time when the export lost
+    its trace links."""
+    return _groups(spans, [])
 
 
 def load_spans(spans: list[Span], source: str, trace_id: Optional[str], fmt: str,
