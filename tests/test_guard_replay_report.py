@@ -1,0 +1,234 @@
+"""The replay's outputs field by field (issue #29): the summary's counts against the rows they summarise, the
+report's keys, the Parquet schema column by column, rows written a row group at a time, and every file that
+cannot be written named in one line while the others are still written. Values are worked out by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+import pyarrow.parquet as pq
+import pytest
+
+from ctxcore.errors import InputError
+from ctxcore.replay.report import (COLUMNS, LISTED, Summary, Writer, _cell, _code, _reason, interrupted_line,
+                                   markdown, percentiles)
+
+
+def _move(cid, before, after):
+    return {"id": cid, "before_fate": before, "before_stage": "select", "before_reason": "r1",
+            "after_fate": after, "after_stage": "select", "after_reason": "r2"}
+
+
+def _row(**over) -> dict:
+    row = {"index": 0, "source": "log.jsonl:1", "run_id": "r", "time": None, "query": "q", "baseline": "trace",
+           "candidates": 3, "changed": False, "reordered": False, "kept_before": 2, "kept_after": 2,
+           "newly_dropped": [], "newly_kept": [], "moved": [],
+           "evidence_tokens_before": 100, "evidence_tokens_after": 100,
+           "prompt_tokens_before": 300, "prompt_tokens_after": 300, "tokens_saved": 0,
+           "cited_labels": [], "cited_ids": [], "lost_labels": [], "lost_ids": [], "regression": False,
+           "findings_checked": False, "findings_before": [], "findings_after": [], "findings_gone": [],
+           "findings_new": []}
+    row.update(over)
+    return row
+
+
+def _ok(row):
+    return {"index": row["index"], "source": row["source"], "ok": True, "row": row}
+
+
+ROWS = [
+    _row(index=0, run_id="a", changed=True, reordered=True, baseline="policy", tokens_saved=40,
+         prompt_tokens_before=500, prompt_tokens_after=460, evidence_tokens_before=200, evidence_tokens_after=170,
+         moved=[_move("x", "kept", "over_budget"), _move("y", "kept", "over_budget")],
+         newly_dropped=[_move("x", "kept", "over_budget"), _move("y", "kept", "over_budget")],
+         regression=True, lost_ids=["x"], lost_labels=["S2"], query="refund?", time="2026-01-01",
+         findings_checked=True, findings_gone=["buried"], findings_new=["crowded", "budget"]),
+    _row(index=1, run_id="b", changed=True, baseline="trace", tokens_saved=-10, prompt_tokens_before=300,
+         prompt_tokens_after=310, evidence_tokens_before=90, evidence_tokens_after=100,
+         moved=[_move("z", "over_budget", "kept"), _move("w", "kept", "over_budget")],
+         newly_kept=[_move("z", "over_budget", "kept")], newly_dropped=[_move("w", "kept", "over_budget")],
+         findings_checked=True, findings_gone=["buried"]),
+    _row(index=2, run_id="c", baseline="trace"),
+]
+
+
+def test_the_summary_counts_what_its_rows_say():
+    s = Summary()
+    for row in ROWS:
+        s.add(_ok(row))
+    s.add({"index": 3, "source": "log.jsonl:4", "ok": False, "run_id": "d", "reason": "not JSON"})
+    s.add({"index": 4, "source": "log.jsonl:5", "ok": False, "reason": "too big"})
+    got = s.report({"budget": 900}, {"budget": 1500}, with_findings=True)
+    assert got == {
+        "runs": 3, "changed": 2, "unchanged": 1, "reordered": 1,
+        "regression_count": 1,
+        "regressions": [{"run_id": "a", "lost_ids": ["x"], "cited_labels": ["S2"], "source": "log.jsonl:1",
+                         "time": "2026-01-01", "query": "refund?"}],
+        "unreadable_count": 2,
+        "unreadable": [{"source": "log.jsonl:4", "reason": "not JSON", "run_id": "d"},
+                       {"source": "log.jsonl:5", "reason": "too big"}],
+        "listed_at_most": 1000,
+        "tokens": {"prompt_before": 1100, "prompt_after": 1070, "saved_total": 30,
+                   "saved_per_run": {"p0": -10, "p10": -10, "p25": -10, "p50": 0, "p75": 40, "p90": 40, "p100": 40},
+                   "evidence_before": 390, "evidence_after": 370, "evidence_saved_total": 20,
+                   "evidence_saved_per_run": {"p0": -10, "p10": -10, "p25": -10, "p50": 0, "p75": 30, "p90": 30,
+                                              "p100": 30}},
+        "newly_dropped": 3, "newly_kept": 1,
+        # three kept -> over_budget moves in two runs before one over_budget -> kept in one run
+        "fate_moves": [{"from": "kept", "to": "over_budget", "candidates": 3, "runs": 2},
+                       {"from": "over_budget", "to": "kept", "candidates": 1, "runs": 1}],
+        "findings": {"gone": {"buried": 2}, "new": {"budget": 1, "crowded": 1}, "runs_checked": 2, "compared": True},
+        "baselines": {"policy": 1, "trace": 2},
+        "settings": {"new": {"budget": 900}, "baseline": {"budget": 1500}},
+    }
+
+
+def test_fate_moves_of_equal_counts_are_listed_by_their_fates():
+    s = Summary()
+    s.add(_ok(_row(moved=[_move("p", "stale", "kept"), _move("q", "kept", "merged")])))
+    assert [(m["from"], m["to"]) for m in s.report({})["fate_moves"]] == [("kept", "merged"), ("stale", "kept")]
+
+
+def test_the_summary_lists_at_most_a_thousand_but_counts_every_one():
+    s = Summary()
+    for i in range(LISTED + 2):
+        s.add({"index": i, "source": f"l:{i}", "ok": False, "reason": "bad"})
+        s.add(_ok(_row(index=i, run_id=str(i), regression=True, lost_ids=["x"], lost_labels=["S1"])))
+    got = s.report({})
+    assert (got["unreadable_count"], len(got["unreadable"])) == (1002, 1000)
+    assert (got["regression_count"], len(got["regressions"])) == (1002, 1000)
+    assert got["regressions"][-1]["run_id"] == "999" and got["unreadable"][-1]["source"] == "l:999"
+    assert "(first 1000 of 1,002; all are in runs.jsonl)" in markdown(got)
+
+
+def test_percentiles_are_nearest_rank_on_both_sides_of_a_rank():
+    # ten values 1..10: p10 is rank 1, p25 rank 3 (2.5 up), p90 rank 9, p50 rank 5
+    hist = Counter(range(1, 11))
+    assert percentiles(hist) == {"p0": 1, "p10": 1, "p25": 3, "p50": 5, "p75": 8, "p90": 9, "p100": 10}
+    # 101 values: p99 is rank ceil(99.99) = 100 (a divisor of 101 would make it rank 99)
+    assert percentiles(Counter(range(101)), (99,)) == {"p99": 99}
+    assert percentiles(Counter(), (0, 50)) == {"p0": None, "p50": None}
+
+
+def test_the_markdown_lists_what_the_report_holds():
+    s = Summary()
+    for row in ROWS:
+        s.add(_ok(row))
+    md = markdown(s.report({"order": "rank", "budget": 900}, {"min_score": 0.2, "budget": 1500}))
+    assert md.splitlines()[:9] == [
+        "# Replay report", "",
+        'New settings: `{"budget": 900, "order": "rank"}`; baseline: `{"budget": 1500, "min_score": 0.2}`', "",
+        "- runs replayed: 3; changed: 2; unchanged: 1",
+        "- likely regressions (a passage the logged answer cited would no longer be in the prompt): 1",
+        "- unreadable: 0",
+        "- prompt tokens: 1,100 before, 1,070 after, 30 saved",
+        "- saved per run: p0 -10, p10 -10, p25 -10, p50 0, p75 40, p90 40, p100 40",
+    ]
+    assert "| a | x | S2 | refund? |" in md and "first 1" not in md  # every regression listed: no "first N of"
+    assert "- gone under the new settings: buried (2 runs)" in md
+    assert "- new under the new settings: budget (1 runs), crowded (1 runs)" in md
+    assert "| kept | over_budget | 3 | 2 |" in md
+
+
+@pytest.mark.parametrize("info, line", [
+    ({"runs": 1234, "of": 20000, "of_exact": True}, "interrupted after 1,234 of 20,000 runs"),
+    ({"runs": 0, "of": 5, "of_exact": False}, "interrupted after 0 of at least 5 runs"),
+])
+def test_an_interrupted_replay_says_how_far_it_got(info, line):
+    assert interrupted_line(info) == line
+
+
+@pytest.mark.parametrize("text, code", [
+    ("plain", "`plain`"), ("a`b", "``a`b``"), ("`lead", "`` `lead ``"), ("trail`", "`` trail` ``"),
+    ("x``y", "```x``y```"),
+])
+def test_a_setting_is_one_code_span_whatever_backticks_it_holds(text, code):
+    assert _code(text) == code
+
+
+def test_a_cell_shows_nothing_for_a_missing_value_and_lists_joined():
+    assert _cell(None) == "" and _cell(["a", "b"]) == "a, b" and _cell(0) == "0"
+
+
+def test_why_a_write_failed_is_the_systems_words_else_the_errors():
+    assert _reason(OSError(28, "No space left on device")) == "No space left on device"
+    assert _reason(OSError("quota")) == "quota"
+    assert _reason(OSError()) == "OSError"
+
+
+def test_the_parquet_file_has_one_typed_column_per_field(tmp_path):
+    w = Writer(str(tmp_path / "out"))
+    w.write(_row(**ROWS[0]))
+    w.close()
+    schema = pq.read_schema(tmp_path / "out" / "runs.parquet")
+    move = ("list<element: struct<id: string, before_fate: string, before_stage: string, before_reason: string, "
+            "after_fate: string, after_stage: string, after_reason: string>>")
+    strings = "list<element: string>"
+    expected = {"index": "int64", "source": "string", "run_id": "string", "time": "string", "query": "string",
+                "baseline": "string", "candidates": "int64", "changed": "bool", "reordered": "bool",
+                "kept_before": "int64", "kept_after": "int64", "newly_dropped": move, "newly_kept": move,
+                "moved": move, "evidence_tokens_before": "int64", "evidence_tokens_after": "int64",
+                "prompt_tokens_before": "int64", "prompt_tokens_after": "int64", "tokens_saved": "int64",
+                "cited_labels": strings, "cited_ids": strings, "lost_labels": strings, "lost_ids": strings,
+                "regression": "bool", "findings_checked": "bool", "findings_before": strings,
+                "findings_after": strings, "findings_gone": strings, "findings_new": strings}
+    assert [(f.name, str(f.type)) for f in schema] == list(expected.items())
+    assert tuple(schema.names) == COLUMNS
+
+
+class _Small(Writer):
+    GROUP = 2
+
+
+def test_rows_are_written_a_row_group_at_a_time_and_both_files_hold_every_row(tmp_path):
+    out = tmp_path / "out"
+    w = _Small(str(out))
+    rows = [_row(index=i, query=f"café {i}") for i in range(5)]
+    held = []
+    for row in rows:
+        w.write(row)
+        held.append(len(w.rows))
+    assert held == [1, 0, 1, 0, 1]  # a group is written as soon as it is full
+    w.close()
+    w.close()  # closing twice is harmless
+    f = pq.ParquetFile(out / "runs.parquet")
+    assert f.metadata.num_row_groups == 3 and f.metadata.num_rows == 5
+    assert f.read().column("query").to_pylist() == [f"café {i}" for i in range(5)]
+    text = (out / "runs.jsonl").read_text(encoding="utf-8")
+    assert "café 0" in text  # written as the text it is, not \u-escaped
+    assert [json.loads(line) for line in text.splitlines()] == rows
+
+
+def test_the_report_files_are_written_and_a_failed_one_is_named_while_the_other_is_written(tmp_path):
+    out = tmp_path / "out"
+    w = Writer(str(out))
+    w.close()
+    report = {"runs": 1, "query": "naïve"}
+    assert w.finish(report, "# Replay report\n") == []
+    assert (out / "report.json").read_text(encoding="utf-8") == '{\n  "runs": 1,\n  "query": "naïve"\n}\n'
+    assert (out / "report.md").read_text(encoding="utf-8") == "# Replay report\n"
+    os.remove(out / "report.json")
+    os.mkdir(out / "report.json")  # cannot be written as a file
+    failed = w.finish(report, "# again\n")
+    assert failed == [f"{out / 'report.json'}: cannot write the file (Is a directory)"]
+    assert (out / "report.md").read_text(encoding="utf-8") == "# again\n"
+
+
+def test_an_out_that_cannot_be_a_folder_or_written_is_one_line_naming_it(tmp_path):
+    a_file = tmp_path / "taken"
+    a_file.write_text("x")
+    with pytest.raises(InputError) as err:
+        Writer(str(a_file))
+    assert str(err.value) == f"{a_file}: is a file; --out needs a folder (it is made if missing)"
+    with pytest.raises(InputError) as err:
+        Writer(str(a_file / "below"))
+    assert str(err.value) == f"{a_file / 'below'}: cannot make the output folder (Not a directory)"
+    for name in ("runs.jsonl", "runs.parquet"):
+        out = tmp_path / f"blocked-{name}"
+        os.makedirs(out / name)
+        with pytest.raises(InputError) as err:
+            Writer(str(out))
+        # (Arrow words its own reason, naming the file again)
+        assert str(err.value).startswith(f"{out / name}: cannot write the file (") and "Is a directory" in str(err.value)
