@@ -1,19 +1,28 @@
 """The replay's outputs field by field (issue #29): the summary's counts against the rows they summarise, the
-report's keys, the Parquet schema column by column, rows written a row group at a time, and every file that
-cannot be written named in one line while the others are still written. Values are worked out by hand."""
+report's keys, the Parquet schema column by column, rows written a row group at a time, every file that cannot
+be written named in one line while the others are still written; the meter's lines, and the loop with Ctrl-C.
+Values are worked out by hand."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 from collections import Counter
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import ROOT
 from ctxcore.errors import InputError
+from ctxcore.replay.read import Item
 from ctxcore.replay.report import (COLUMNS, LISTED, Summary, Writer, _cell, _code, _reason, interrupted_line,
                                    markdown, percentiles)
+from ctxcore.replay.run import Progress, _duration, _interrupted, replay
+
+SAMPLE = str(Path(ROOT) / "sample_data" / "replay_log.jsonl")
 
 
 def _move(cid, before, after):
@@ -232,3 +241,91 @@ def test_an_out_that_cannot_be_a_folder_or_written_is_one_line_naming_it(tmp_pat
             Writer(str(out))
         # (Arrow words its own reason, naming the file again)
         assert str(err.value).startswith(f"{out / name}: cannot write the file (") and "Is a directory" in str(err.value)
+
+
+# --- the meter and the loop (ctxcore/replay/run.py) ------------------------------------------------------------
+
+
+def _items(ends):
+    return [Item(i, f"log.jsonl:{i + 1}", "line", "{}", done_bytes=b) for i, b in enumerate(ends)]
+
+
+def test_the_meter_reports_runs_unreadable_and_the_share_of_the_input_read():
+    states, stream = [], io.StringIO()
+    meter = Progress(400, stream, states.append, every=0)
+    assert [it.index for it in meter.read(_items((100, 200, 400)))] == [0, 1, 2]
+    assert (meter.read_runs, meter.all_read, meter.ends) == (3, True, {0: 100, 1: 200, 2: 400})
+    meter.step({"index": 1, "ok": False})
+    meter.step({"index": 0, "ok": True})
+    meter.step({"index": 7, "ok": True})  # a run the meter did not read: nothing known of how far it is
+    meter.finish()
+    assert [(s["runs"], s["unreadable"], s["fraction"]) for s in states] == [(1, 1, 0.5), (2, 1, 0.25), (3, 1, 0.0),
+                                                                           (3, 1, 1.0)]
+    assert states[0]["eta"] > 0 and states[1]["eta"] > states[0]["eta"] / 2 and states[2]["eta"] is None
+    assert states[3]["eta"] == 0.0 and meter.ends == {2: 400}
+    lines = stream.getvalue().splitlines()
+    assert [re.sub(r"[\d.]+ runs/s", "R runs/s", line) for line in lines] == [
+        "replay: 1 runs (1 unreadable), R runs/s, ETA 0s", "replay: 2 runs (1 unreadable), R runs/s, ETA 0s",
+        "replay: 3 runs (1 unreadable), R runs/s", "replay: 3 runs (1 unreadable), R runs/s, ETA 0s — done"]
+
+
+def test_the_meter_speaks_at_most_once_a_period_but_always_at_the_end():
+    states = []
+    meter = Progress(0, None, states.append, every=3600)  # an empty input counts as one byte: no division by 0
+    meter.step({"index": 0, "ok": True})
+    assert states == []
+    meter.finish()
+    assert [(s["runs"], s["fraction"], s["eta"]) for s in states] == [(1, 1.0, 0.0)]
+
+
+@pytest.mark.parametrize("seconds, text", [(0, "0s"), (59.4, "59s"), (59.6, "1m00s"), (60, "1m00s"), (125, "2m05s"),
+                                           (3601, "60m01s")])
+def test_time_left_reads_in_minutes_and_seconds(seconds, text):
+    assert _duration(seconds) == text
+
+
+def test_an_interruption_counts_the_runs_done_and_reads_on_for_the_runs_in_the_log():
+    summary = Summary()
+    summary.add(_ok(_row()))
+    summary.add({"index": 1, "source": "s", "ok": False, "reason": "bad"})
+    meter = Progress(1, None)
+    rest = meter.read(_items((1, 2, 3, 4, 5)))
+    next(rest), next(rest)
+    assert _interrupted(summary, meter, rest) == {"runs": 2, "of": 5, "of_exact": True}
+
+    def broken():
+        yield from _items((1, 2, 3))
+        raise KeyboardInterrupt  # a second Ctrl-C while the rest is read
+
+    meter = Progress(1, None)
+    assert _interrupted(summary, meter, meter.read(broken())) == {"runs": 2, "of": 3, "of_exact": False}
+
+
+def test_a_replay_in_process_writes_every_row_in_order_and_its_report(tmp_path):
+    seen, states = [], []
+    report = replay([SAMPLE], {"budget": 250}, engine="inprocess", out=str(tmp_path / "out"), batch=7,
+                    with_findings=False, on_row=seen.append, on_progress=states.append)
+    assert [r["index"] for r in seen] == list(range(30)) and all(r["ok"] for r in seen)
+    rows = [json.loads(line) for line in (tmp_path / "out" / "runs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert rows == [r["row"] for r in seen]
+    assert report["runs"] == 30 and report["changed"] == sum(r["changed"] for r in rows)
+    assert report["tokens"]["saved_total"] == sum(r["tokens_saved"] for r in rows)
+    assert json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8")) == report
+    assert pq.ParquetFile(tmp_path / "out" / "runs.parquet").metadata.num_rows == 30
+    assert states[-1]["fraction"] == 1.0 and states[-1]["runs"] == 30 and "interrupted" not in report
+
+
+def test_ctrl_c_keeps_the_runs_done_in_the_rows_and_the_report(tmp_path):
+    def stop_at_the_third(result):
+        if result["index"] == 2:
+            raise KeyboardInterrupt
+
+    states = []
+    report = replay([SAMPLE], {"budget": 250}, engine="inprocess", out=str(tmp_path / "out"), batch=2,
+                    with_findings=False, on_row=stop_at_the_third, on_progress=states.append)
+    assert report["interrupted"] == {"runs": 3, "of": 30, "of_exact": True}
+    assert report["runs"] == 3 and all(s["fraction"] < 1.0 for s in states)  # the meter never got to "done"
+    rows = (tmp_path / "out" / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 3  # counted and written together
+    md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "**Interrupted after 3 of 30 runs** (Ctrl-C)" in md
