@@ -9,6 +9,8 @@ import io
 import json
 import os
 import re
+import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -16,11 +18,21 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT
+from ctxcore import Candidate, Config, build, load
+from ctxcore.analysis import policy as policy_module
+from ctxcore.analysis import sent as sent_module
+from ctxcore.analysis.sent import reconstruct
 from ctxcore.errors import InputError
-from ctxcore.replay.read import Item
+from ctxcore.io.formats import load_file
+from ctxcore.io.loaded import Loaded
+from ctxcore.replay.read import Item, items, load_item
 from ctxcore.replay.report import (COLUMNS, LISTED, Summary, Writer, _cell, _code, _reason, interrupted_line,
                                    markdown, percentiles)
-from ctxcore.replay.run import Progress, _duration, _interrupted, replay
+from ctxcore.replay.run import (Progress, _duration, _interrupted, _present, compare, policy_settings, replay,
+                                replay_batch, replay_one)
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import replaylog  # noqa: E402
 
 SAMPLE = str(Path(ROOT) / "sample_data" / "replay_log.jsonl")
 
@@ -329,3 +341,99 @@ def test_ctrl_c_keeps_the_runs_done_in_the_rows_and_the_report(tmp_path):
     assert len(rows) == 3  # counted and written together
     md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "**Interrupted after 3 of 30 runs** (Ctrl-C)" in md
+
+
+# --- one run's row (ctxcore/replay/run.py: compare, policy_settings, replay_one) ----------------------------------
+
+_TEXTS = {"a": "Refunds take 14 days from the day the parcel is returned.",
+          "b": "A receipt is needed for every refund of a card payment.",
+          "e": "Shipping is free for orders over 50 EUR in the EU."}
+
+
+def _set(e_score):
+    return (Candidate("a", _TEXTS["a"], score=0.9, doc_id="d", chunk_index=0),
+            Candidate("b", _TEXTS["b"], score=0.8, doc_id="d", chunk_index=1),
+            Candidate("c", _TEXTS["a"], score=0.7),  # an exact copy of a
+            Candidate("e", _TEXTS["e"], score=e_score))
+
+
+def test_a_passage_is_in_the_prompt_when_kept_or_carried_by_the_kept_passage_it_joined_or_copies():
+    shown = build(_set(0.6), "refund?", Config(merge_adjacent=True))
+    assert [(d.id, d.fate, d.merged_into or d.duplicate_of) for d in shown.decisions] == [
+        ("a", "kept", None), ("b", "merged", "a"), ("c", "exact_duplicate", "a"), ("e", "kept", None)]
+    assert _present(shown) == {"a": True, "b": True, "c": True, "e": True}
+    # e outranks the merged a+b and takes the one place: b and c go with their head
+    cut = build(_set(0.95), "refund?", Config(merge_adjacent=True, max_passages=1))
+    assert [(d.id, d.fate) for d in cut.decisions] == [("a", "over_limit"), ("b", "merged"),
+                                                        ("c", "exact_duplicate"), ("e", "kept")]
+    assert _present(cut) == {"a": False, "b": False, "c": False, "e": True}
+
+
+def test_a_moved_fate_names_both_sides_stage_and_reason_and_a_changed_budget_compares_findings():
+    loaded = Loaded(_set(0.6), "refund?", config={"merge_adjacent": True})
+    row = compare(loaded, {"max_passages": 1})
+    base, after = loaded.build(), loaded.build(loaded.settings(max_passages=1))
+    assert row["baseline"] == "file" and [m["id"] for m in row["moved"]] == ["e"]
+    b, a = base.decision("e"), after.decision("e")
+    assert row["moved"] == row["newly_dropped"] == [
+        {"id": "e", "before_fate": b.fate, "before_stage": b.stage, "before_reason": b.reason,
+         "after_fate": a.fate, "after_stage": a.stage, "after_reason": a.reason}]
+    assert (b.fate, a.fate) == ("kept", "over_limit") and b.reason != a.reason
+    same = compare(loaded, {})
+    assert (same["changed"], same["findings_checked"], same["moved"]) == (False, False, [])
+    roomier = compare(loaded, {"budget": base.budget.docs + 500})  # same fates, another budget
+    assert (roomier["changed"], roomier["findings_checked"]) == (False, True)
+
+
+def _span_run():
+    folder = tempfile.mkdtemp(prefix="span-run-")
+    path = os.path.join(folder, "spans.jsonl")
+    replaylog.generate_spans(path, 10, seed=2, candidates=(12, 16), sentences=(1, 2))
+    return [load_item(it)[0] for it in items([path])]
+
+
+def test_a_span_runs_citations_are_read_against_the_prompt_that_was_sent():
+    runs = _span_run()
+    cited = [(loaded, compare(loaded, {"max_passages": 4}, with_findings=False)) for loaded in runs]
+    assert all(row["baseline"] == "policy" for _, row in cited)
+    numbered = [(loaded, row) for loaded, row in cited if row["cited_labels"]]
+    assert numbered  # the logged answers cite the sent passages by their numbers, [1]..[6]
+    for loaded, row in numbered:
+        sent = reconstruct(loaded.build(), loaded.logged.prompt_text)
+        number = {p.label.strip("[]"): p.id for p in sent.passages if p.label}
+        assert row["cited_ids"] == [number[label] for label in row["cited_labels"]]
+        assert all(label.isdigit() for label in row["cited_labels"])
+    lost = [row["lost_labels"] for _, row in numbered if row["regression"]]
+    assert lost and all(int(label) > 4 for labels in lost for label in labels)  # four places left: [5], [6] lost
+
+
+def test_the_ground_of_a_saved_trace_is_its_stored_policy_else_one_inferred_else_none(tmp_path):
+    fixture = Path(ROOT) / "tests" / "fixtures" / "policy" / "threshold_oi_nested.json"
+    trace = sent_module.attach(load_file(fixture).build())
+    inferred = dict(policy_module.infer(trace, reproduce=False).settings)
+    assert inferred["max_passages"] == 4 and inferred["min_score"] == 0.5
+    unstored = tmp_path / "unstored.json"
+    unstored.write_text(trace.to_json(), encoding="utf-8")
+    assert policy_settings(load(str(unstored))) == inferred
+    stored = policy_module.attach(trace)
+    data = json.loads(stored.to_json())
+    data["logged"]["policy"]["config"] = {"max_passages": 2}  # what the saved trace says, whatever inference says
+    kept = tmp_path / "stored.json"
+    kept.write_text(json.dumps(data), encoding="utf-8")
+    assert policy_settings(load(str(kept))) == {"max_passages": 2}
+    plain = tmp_path / "plain.json"
+    plain.write_text(build(_set(0.6), "refund?").to_json(), encoding="utf-8")
+    assert policy_settings(load(str(plain))) == {}
+
+
+def test_one_run_that_cannot_be_read_is_a_row_saying_why_and_a_baseline_given_is_the_baseline(tmp_path):
+    bad = Item(4, "log.jsonl:5", "line", '{"candidates": [{"id": 1}]', run_id="r5")
+    got = replay_one(bad, {"budget": 100})
+    assert (got["index"], got["source"], got["ok"], got["run_id"]) == (4, "log.jsonl:5", False, "r5")
+    assert got["reason"] and "log.jsonl:5" not in got["reason"]
+    line = json.dumps({"query": "refund?", "candidates": [{"id": c.id, "text": c.text, "score": c.score}
+                                                          for c in _set(0.6)]})
+    good = Item(0, "log.jsonl:1", "line", line)
+    row = replay_one(good, {"max_passages": 1}, {"max_passages": 3}, with_findings=False)["row"]
+    assert (row["baseline"], row["kept_before"], row["kept_after"], row["findings_checked"]) == ("config", 3, 1, False)
+    assert replay_batch([bad, good], {"max_passages": 1}, {"max_passages": 3}, False)[1]["row"] == row
