@@ -12,6 +12,7 @@ import pytest
 from ctxcore import Candidate, Config, build
 from ctxcore.analysis.policy import Rule, _number, _stated, infer, order_rule, settings_of, truncation_rule
 from ctxcore.analysis.sent import of_trace
+from ctxcore.io.loaded import Loaded
 from ctxcore.records import Inputs, Logged
 
 
@@ -206,6 +207,17 @@ def test_a_history_larger_than_the_whole_room_gets_all_of_it_and_the_replay_says
     assert policy.rule("history").value == 0.904
     assert dict(policy.settings)["history_share"] == 1.0
     assert policy.cannot == tuple(f"p{i} was sent, but the replay drops it (over_budget)" for i in range(3))
+
+
+def test_a_loaded_run_has_its_history_and_fixed_blocks_counted_as_its_build_has():
+    """A loaded run's policy is inferred before selection (no fates decided): its budget and history are still
+    the run's own, so the history's share is read as it is from the whole build (0.46 for 40 turns' worth)."""
+    trace = _with_history(40)
+    loaded = Loaded(THREE, Q, Inputs(system="Answer from the evidence only.", history=trace.inputs.history),
+                    config={"window": 2000, "max_output": 200, "order": "rank"}, logged=trace.logged)
+    from_loaded, from_build = infer(loaded), infer(loaded.build())
+    assert from_loaded == from_build and dict(from_loaded.settings)["history_share"] == 0.46
+    assert from_loaded.rule("history").evidence == from_build.rule("history").evidence
 
 
 def test_the_sent_context_a_trace_carries_is_read_once_not_again():

@@ -28,8 +28,9 @@ from ctxcore.io.loaded import Loaded
 from ctxcore.replay.read import Item, items, load_item
 from ctxcore.replay.report import (COLUMNS, LISTED, Summary, Writer, _cell, _code, _reason, interrupted_line,
                                    markdown, percentiles)
-from ctxcore.replay.run import (Progress, _duration, _interrupted, _present, compare, policy_settings, replay,
-                                replay_batch, replay_one)
+from ctxcore.records import Logged
+from ctxcore.replay.run import (Progress, _batches, _duration, _interrupted, _present, compare, policy_settings,
+                                replay, replay_batch, replay_one)
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import replaylog  # noqa: E402
@@ -379,6 +380,7 @@ def test_a_moved_fate_names_both_sides_stage_and_reason_and_a_changed_budget_com
         {"id": "e", "before_fate": b.fate, "before_stage": b.stage, "before_reason": b.reason,
          "after_fate": a.fate, "after_stage": a.stage, "after_reason": a.reason}]
     assert (b.fate, a.fate) == ("kept", "over_limit") and b.reason != a.reason
+    assert (row["changed"], row["reordered"]) == (True, False)  # a passage dropped; the rest kept their order
     same = compare(loaded, {})
     assert (same["changed"], same["findings_checked"], same["moved"]) == (False, False, [])
     roomier = compare(loaded, {"budget": base.budget.docs + 500})  # same fates, another budget
@@ -434,6 +436,71 @@ def test_one_run_that_cannot_be_read_is_a_row_saying_why_and_a_baseline_given_is
     line = json.dumps({"query": "refund?", "candidates": [{"id": c.id, "text": c.text, "score": c.score}
                                                           for c in _set(0.6)]})
     good = Item(0, "log.jsonl:1", "line", line)
-    row = replay_one(good, {"max_passages": 1}, {"max_passages": 3}, with_findings=False)["row"]
-    assert (row["baseline"], row["kept_before"], row["kept_after"], row["findings_checked"]) == ("config", 3, 1, False)
-    assert replay_batch([bad, good], {"max_passages": 1}, {"max_passages": 3}, False)[1]["row"] == row
+    row = replay_one(good, {"max_passages": 1}, {"max_passages": 2}, with_findings=False)["row"]
+    assert (row["baseline"], row["kept_before"], row["kept_after"], row["findings_checked"]) == ("config", 2, 1, False)
+    assert replay_batch([bad, good], {"max_passages": 1}, {"max_passages": 2}, False)[1]["row"] == row
+    # findings are compared unless asked off, by the batch as by the run
+    assert replay_one(good, {"max_passages": 1})["row"]["findings_checked"] is True
+    assert replay_batch([good], {"max_passages": 1})[0]["row"]["findings_checked"] is True
+    odd = replay_one(Item(9, "log.jsonl:10", "family", ("no such family", [])), {})
+    assert (odd["ok"], odd["run_id"], odd["reason"]) == (False, None, "KeyError: 'no such family'")
+
+
+def test_a_near_copy_is_not_in_the_prompt_though_its_twin_is():
+    near = _set(0.6) + (Candidate("f", _TEXTS["e"].replace("EU.", "EU!") + " Always.", score=0.5),)
+    trace = build(near, "refund?", Config(near_dup=0.5))
+    assert (trace.decision("f").fate, trace.decision("f").duplicate_of) == ("near_duplicate", "e")
+    assert _present(trace)["f"] is False and _present(trace)["e"] is True
+
+
+def test_counts_of_one_value_add_up_in_the_percentiles():
+    s = Summary()
+    for saved in (0, 0, 0, 40):
+        s.add(_ok(_row(tokens_saved=saved, evidence_tokens_before=100 + saved)))
+    got = s.report({})["tokens"]
+    assert got["saved_per_run"]["p75"] == 0 and got["saved_per_run"]["p90"] == 40
+    assert got["evidence_saved_per_run"]["p75"] == 0 and got["evidence_saved_per_run"]["p100"] == 40
+
+
+def test_the_time_left_is_the_time_so_far_scaled_by_what_is_left_to_read():
+    states = []
+    meter = Progress(400, None, states.append, every=0)
+    list(meter.read(_items((100, 300, 800))))
+    for i in range(3):
+        meter.step({"index": i, "ok": True})
+    for state, share in zip(states, (0.25, 0.75, 1.0)):
+        elapsed = state["runs"] / state["rate"]
+        assert state["fraction"] == share  # a run ending past the bytes counted at the start is all of it
+        assert state["eta"] == pytest.approx(elapsed * (1 - share) / share, rel=1e-9, abs=1e-12)
+    one = []
+    meter = Progress(0, None, one.append, every=0)
+    list(meter.read(_items((1,))))
+    meter.step({"index": 0, "ok": True})
+    assert one[0]["fraction"] == 1.0  # an empty input counts as one byte
+
+
+def test_runs_go_to_the_workers_in_batches_of_the_size_asked():
+    assert list(_batches(iter(range(5)), 2)) == [[0, 1], [2, 3], [4]] and list(_batches(iter([]), 3)) == []
+
+
+def test_an_answer_beside_a_given_baseline_is_read_against_the_runs_own_build():
+    loaded = Loaded(_set(0.6), "refund?", logged=Logged("ctxcore", answer="As [S2] says, and [S9]."))
+    own = loaded.build()
+    row = compare(loaded, {"max_passages": 1}, {"max_passages": 3}, with_findings=False)
+    assert row["baseline"] == "config"
+    assert (row["cited_labels"], row["cited_ids"]) == (["S2"], [own.kept()[1].id])
+    assert row["lost_ids"] == [own.kept()[1].id] and row["regression"] is True
+
+
+def test_a_saved_trace_is_its_own_baseline_and_a_given_baseline_leaves_a_span_runs_policy_aside(tmp_path):
+    plain = tmp_path / "plain.json"
+    plain.write_text(build(_set(0.6), "refund?").to_json(), encoding="utf-8")
+    assert compare(load(str(plain)), {"max_passages": 1}, with_findings=False)["baseline"] == "trace"
+    run = _span_run()[0]
+    policy_row = compare(run, {"max_passages": 4}, with_findings=False)
+    sent = reconstruct(run.build(), run.logged.prompt_text).passages
+    assert policy_row["kept_before"] == len(sent) < len(run.candidates)  # the inferred policy keeps what was sent
+    given = compare(run, {"max_passages": 4}, {}, with_findings=False)
+    plain_after = run.build(run.settings(max_passages=4))
+    assert (given["baseline"], given["prompt_tokens_after"]) == ("config", plain_after.prompt.tokens)
+    assert given["prompt_tokens_before"] == run.build().prompt.tokens
