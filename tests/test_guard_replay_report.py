@@ -486,8 +486,8 @@ def test_runs_go_to_the_workers_in_batches_of_the_size_asked():
 def test_an_answer_beside_a_given_baseline_is_read_against_the_runs_own_build():
     loaded = Loaded(_set(0.6), "refund?", logged=Logged("ctxcore", answer="As [S2] says, and [S9]."))
     own = loaded.build()
-    row = compare(loaded, {"max_passages": 1}, {"max_passages": 3}, with_findings=False)
-    assert row["baseline"] == "config"
+    row = compare(loaded, {"min_score": 0.85}, {"max_passages": 1}, with_findings=False)
+    assert row["baseline"] == "config" and row["kept_before"] == 1  # the baseline keeps a alone; own: a, b, e
     assert (row["cited_labels"], row["cited_ids"]) == (["S2"], [own.kept()[1].id])
     assert row["lost_ids"] == [own.kept()[1].id] and row["regression"] is True
 
@@ -500,7 +500,25 @@ def test_a_saved_trace_is_its_own_baseline_and_a_given_baseline_leaves_a_span_ru
     policy_row = compare(run, {"max_passages": 4}, with_findings=False)
     sent = reconstruct(run.build(), run.logged.prompt_text).passages
     assert policy_row["kept_before"] == len(sent) < len(run.candidates)  # the inferred policy keeps what was sent
+    # newly dropped: left the prompt; a passage moving between two fates outside it is a move, not a drop
+    assert len(policy_row["newly_dropped"]) == policy_row["kept_before"] - policy_row["kept_after"] > 0
+    assert any(m["before_fate"] != "kept" for m in policy_row["moved"]) and not policy_row["newly_kept"]
     given = compare(run, {"max_passages": 4}, {}, with_findings=False)
     plain_after = run.build(run.settings(max_passages=4))
     assert (given["baseline"], given["prompt_tokens_after"]) == ("config", plain_after.prompt.tokens)
     assert given["prompt_tokens_before"] == run.build().prompt.tokens
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full, a device every write to fails")
+def test_rows_that_cannot_be_written_name_the_rows_file(tmp_path):
+    """runs.jsonl on a device that is always full: a row too long for the write buffer fails as it is written,
+    a short one when the file is closed; each is one line naming runs.jsonl."""
+    for size, at in ((20_000, "write"), (10, "close")):
+        out = tmp_path / f"full-{at}"
+        out.mkdir()
+        (out / "runs.jsonl").symlink_to("/dev/full")
+        w = Writer(str(out))
+        with pytest.raises(InputError) as err:
+            w.write(_row(query="x" * size))
+            w.close()
+        assert str(err.value) == f"{out / 'runs.jsonl'}: cannot write the file (No space left on device)"
