@@ -326,6 +326,21 @@ def test_a_replay_in_process_writes_every_row_in_order_and_its_report(tmp_path):
     assert json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8")) == report
     assert pq.ParquetFile(tmp_path / "out" / "runs.parquet").metadata.num_rows == 30
     assert states[-1]["fraction"] == 1.0 and states[-1]["runs"] == 30 and "interrupted" not in report
+    assert report["settings"] == {"new": {"budget": 250}, "baseline": None} and report["findings"]["compared"] is False
+
+
+def test_a_replay_without_a_folder_keeps_its_rows_to_itself_and_a_report_file_not_written_is_named(tmp_path):
+    stream, rows = io.StringIO(), []
+    report = replay([SAMPLE], {"budget": 250}, {"budget": 400}, engine="inprocess", progress=stream,
+                    on_row=rows.append)
+    assert len(rows) == 30 and report["settings"]["baseline"] == {"budget": 400} and report["findings"]["compared"]
+    assert stream.getvalue().splitlines()[-1].startswith("replay: 30 runs (0 unreadable), ")
+    assert stream.getvalue().endswith(" — done\n") and "unwritten" not in report
+    out = tmp_path / "out"
+    os.makedirs(out / "report.md")  # a folder where the Markdown report goes
+    report = replay([SAMPLE], {"budget": 250}, engine="inprocess", out=str(out), with_findings=False)
+    assert report["unwritten"] == [f"{out / 'report.md'}: cannot write the file (Is a directory)"]
+    assert json.loads((out / "report.json").read_text(encoding="utf-8"))["runs"] == 30
 
 
 def test_ctrl_c_keeps_the_runs_done_in_the_rows_and_the_report(tmp_path):
