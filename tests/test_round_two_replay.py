@@ -284,12 +284,15 @@ def test_ctrl_c_stops_cleanly_and_writes_the_partial_report(tmp_path):
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "unexpected" not in err, err
     report = json.loads((out / "report.json").read_text())
-    done = report["interrupted"]["runs"]
-    assert report["interrupted"] == {"runs": done, "of": 3000, "of_exact": True} and 1 <= done < 3000
+    done, of, exact = (report["interrupted"][k] for k in ("runs", "of", "of_exact"))
+    # the runs not yet read are counted by reading on; a Ctrl-C that lands while the log is being read breaks that
+    # read off, and then the count is a lower bound (said so), never a wrong total
+    assert 1 <= done <= of <= 3000 and exact == (of == 3000) and done < 3000
     assert report["runs"] + report["unreadable_count"] == done
-    assert err.splitlines()[-1] == f"replay: interrupted after {done} of 3,000 runs; the partial report is in {out}"
+    total = "3,000" if exact else f"at least {of:,}"
+    assert err.splitlines()[-1] == f"replay: interrupted after {done} of {total} runs; the partial report is in {out}"
     md = (out / "report.md").read_text()
-    assert md.splitlines()[2] == f"**Interrupted after {done} of 3,000 runs** (Ctrl-C): every figure below covers " \
+    assert md.splitlines()[2] == f"**Interrupted after {done} of {total} runs** (Ctrl-C): every figure below covers " \
                                  "only the runs done."
     assert stdout[:-1] == md
     assert len((out / "runs.jsonl").read_text().splitlines()) == report["runs"]
