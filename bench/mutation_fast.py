@@ -34,8 +34,10 @@ import os
 import random
 import resource
 import sys
+import tempfile
 import time
 import tomllib
+from typing import Optional
 
 import pytest
 from _pytest.runner import runtestprotocol
@@ -48,13 +50,22 @@ KILLED, SURVIVED, TIMEOUT = 1, 0, 36
 # says "timeout": at nice 19 on a shared machine a worker may get a twentieth of a core, and a survivor running
 # all its tests slowly must not pass for a caught mutant. A worker stopped by the wall clock is left unchecked.
 WALL_PER_CPU = 3
+_SCRATCH = tempfile.gettempdir()
 
 
-def _covering(stats: dict, name: str) -> list[str]:
-    """The tests that cover the mutant's function, shortest first (ties by id)."""
+def _covering(stats: dict, name: str, killers: Optional[dict] = None) -> list[str]:
+    """The tests that cover the mutant's function, shortest first (ties by id); with ``killers`` (function: the
+    tests that caught its earlier mutants, latest first), those first: the mutants of one function are mostly
+    caught by the same few tests, and a caught mutant ends at its first failing test."""
     function = name.rsplit("__mutmut_", 1)[0]
-    tests = stats["tests_by_mangled_function_name"].get(function, [])
-    return sorted(set(tests), key=lambda t: (stats["duration_by_test"].get(t, 0.0), t))
+    tests = sorted(set(stats["tests_by_mangled_function_name"].get(function, [])),
+                   key=lambda t: (stats["duration_by_test"].get(t, 0.0), t))
+    first = [t for t in (killers or {}).get(function, ()) if t in tests]
+    return first + [t for t in tests if t not in first]
+
+
+def _killer_file(pid: int) -> str:
+    return os.path.join(_SCRATCH, f"mutation_fast_killer_{pid}")  # fixed: a test may change the working folder
 
 
 class _Checker:
@@ -64,6 +75,7 @@ class _Checker:
         self.todo, self.stats, self.workers, self.on_verdict = todo, stats, workers, on_verdict
         self.map_tests, self.on_map = tuple(map_tests), on_map
         self.items: dict[str, pytest.Item] = {}
+        self.killers: dict[str, list[str]] = {}  # function -> the tests that caught its mutants, latest first
 
     def pytest_collection_modifyitems(self, items):
         self.items = {item.nodeid: item for item in items}
@@ -102,7 +114,7 @@ class _Checker:
         while queue or running:
             while queue and len(running) < self.workers:
                 name = queue.pop(0)
-                items = [self.items[t] for t in _covering(self.stats, name) if t in self.items]
+                items = [self.items[t] for t in _covering(self.stats, name, self.killers) if t in self.items]
                 if not items:
                     self.on_verdict(name, 33)  # no test reaches it
                     continue
@@ -122,12 +134,24 @@ class _Checker:
                 continue
             name, _, _ = running.pop(pid)
             code = os.waitstatus_to_exitcode(status)
+            self._learn(name, pid)
             if pid in stopped:  # out of wall time, not CPU time: a starved worker looks the same as a hang
                 stopped.discard(pid)
                 self.on_verdict(name, None)
                 continue
             self.on_verdict(name, code if code in (KILLED, SURVIVED) else TIMEOUT)
         return True
+
+    def _learn(self, name: str, pid: int) -> None:
+        """Put the test that caught ``name`` (the worker left its id in a file) first for its function."""
+        path = _killer_file(pid)
+        if not os.path.exists(path):
+            return
+        with open(path) as fh:
+            test = fh.read()
+        os.remove(path)
+        function = name.rsplit("__mutmut_", 1)[0]
+        self.killers[function] = [test] + [t for t in self.killers.get(function, []) if t != test]
 
     @staticmethod
     def _work(name: str, items: list, cpu: int) -> None:
@@ -140,6 +164,8 @@ class _Checker:
             for i, item in enumerate(items):
                 reports = runtestprotocol(item, nextitem=items[i + 1] if i + 1 < len(items) else None, log=False)
                 if any(r.failed for r in reports):
+                    with open(_killer_file(os.getpid()), "w") as fh:
+                        fh.write(item.nodeid)
                     os._exit(KILLED)
         except BaseException:  # noqa: BLE001 - the mutant broke the run itself: pytest would report an error
             os._exit(KILLED)

@@ -19,7 +19,8 @@ _PREFIXES = ("openinference.", "llm.", "input.", "output.", "retrieval.", "reran
 
 
 def _convention(data) -> Optional[str]:
-    if not isinstance(data, dict) or not data or "candidates" in data or "format" in data or "attributes" in data:
+    # a ctxcore input (candidates, format) never reaches here: the dispatch refuses it first
+    if not isinstance(data, dict) or "attributes" in data:
         return None
     keys = [k for k in data if isinstance(k, str)]
     known = [k for k in keys if k.startswith(_PREFIXES) or k in ("openinference", "llm", "gen_ai", "retrieval")]
