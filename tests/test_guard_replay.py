@@ -3,13 +3,16 @@
 Each test names the bug it was checked against (planted by hand in a scratch copy)."""
 
 import json
+import operator
 import os
 import sys
 from collections import Counter
 
 import pytest
 
+from ctxcore.errors import InputError
 from ctxcore.io.limits import MAX_BYTES
+from ctxcore.replay import engines
 from ctxcore.replay.report import Summary, percentiles
 from ctxcore.replay.run import replay
 
@@ -225,3 +228,45 @@ def test_an_interrupted_report_with_nothing_moved_says_so_in_words():
         "", "## Fates moved", "", "No candidate's fate moved.",
         "", "## Findings", "", "Not compared (replayed without findings).",
         "- gone under the new settings: none", "- new under the new settings: none"]) + "\n"
+
+
+# --- the engines: how many workers by default, and an engine nobody knows ---------------------------------------
+
+@pytest.mark.parametrize("cores,expected", [({0}, 1), ({0, 1, 2}, 3), (set(), 1)])
+def test_one_worker_per_core_this_process_may_use(monkeypatch, cores, expected):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: cores, raising=False)
+    assert engines.default_workers() == expected
+
+
+@pytest.mark.parametrize("count,expected", [(None, 1), (1, 1), (5, 5)])
+def test_without_an_affinity_call_the_core_count_is_used(monkeypatch, count, expected):
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: count)
+    assert engines.default_workers() == expected
+
+
+def test_an_unknown_engine_is_refused_naming_the_field_and_the_choices():
+    with pytest.raises(InputError) as err:
+        engines.run(len, [[1]], engine="threads")
+    assert (err.value.message, err.value.field) == (
+        "unknown engine 'threads'; choose one of local, inprocess, dask", "engine")
+
+
+def test_the_default_engine_is_the_local_process_pool_and_hands_each_batch_the_arguments():
+    assert list(engines.run(operator.add, [[1], [2, 3], []], ([9],), workers=1)) == [[1, 9], [2, 3, 9], [9]]
+
+
+@pytest.mark.parametrize("kw,message,field", [
+    ({"workers": -1}, "needs at least one worker", "workers"),
+    ({"engine": "local", "scheduler": "tcp://127.0.0.1:8786"},
+     "--scheduler is for the dask engine (add --engine dask)", "scheduler"),
+    ({"engine": "inprocess", "scheduler": "tcp://127.0.0.1:8786"},
+     "--scheduler is for the dask engine (add --engine dask)", "scheduler")])
+def test_settings_an_engine_cannot_take_are_refused_naming_the_field(kw, message, field):
+    with pytest.raises(InputError) as err:
+        engines.run(len, [[1]], **kw)
+    assert (err.value.message, err.value.field) == (message, field)
+
+
+def test_one_worker_is_enough():
+    assert list(engines.run(len, [[1, 2]], engine="inprocess", workers=1)) == [2]
