@@ -13,9 +13,10 @@ files with mutmut's exit codes (1 killed, 0 survived, 36 timeout), so ``mutmut r
 order and the worker collects them again; a mutant most tests kill is then often run for seconds before the
 first failing test. Here the tests are collected once, in a session inside ``mutants/`` with the options and
 test files of ``[tool.mutmut]``; each mutant gets a forked worker that sets ``MUTANT_UNDER_TEST`` and runs the
-covering tests shortest first, stopping at the first failure, under mutmut's time limit (CPU seconds: ten times
-the covering tests' time plus ten: a timeout, caught); a worker past three times that in wall time is stopped and
-its mutant left unchecked (a starved worker and a sleeping hang look alike; a busy machine must not make a survivor
+covering tests (those that caught the function's, then the module's, earlier mutants first; then shortest first),
+stopping at the first failure, under mutmut's time limit (CPU seconds: ten times the covering tests' time plus ten:
+a timeout, caught) and a limit of each test's own (ten times its time plus ``PER_TEST``), so a hang costs
+seconds; a worker past three times the first limit in wall time is stopped and its mutant left unchecked (a starved worker and a sleeping hang look alike; a busy machine must not make a survivor
 look caught). No test runs in
 the parent, so every worker sets its fixtures up afresh under its own mutant.
 
@@ -33,6 +34,7 @@ import math
 import os
 import random
 import resource
+import signal
 import sys
 import tempfile
 import time
@@ -51,17 +53,25 @@ KILLED, SURVIVED, TIMEOUT = 1, 0, 36
 # all its tests slowly must not pass for a caught mutant. A worker stopped by the wall clock is left unchecked.
 WALL_PER_CPU = 3
 _SCRATCH = tempfile.gettempdir()
+# CPU seconds a test may take over ten times its mapped time before its mutant is a timeout: room for the
+# module fixtures a forked worker sets up afresh (the selection leaves out every test over a second)
+PER_TEST = 10.0
 
 
 def _covering(stats: dict, name: str, killers: Optional[dict] = None) -> list[str]:
     """The tests that cover the mutant's function, shortest first (ties by id); with ``killers`` (function: the
-    tests that caught its earlier mutants, latest first), those first: the mutants of one function are mostly
-    caught by the same few tests, and a caught mutant ends at its first failing test."""
+    tests that caught its earlier mutants, latest first; module: how many each test caught), those first: the
+    mutants of one function, and of one module, are mostly caught by the same few tests, and a caught mutant
+    ends at its first failing test."""
     function = name.rsplit("__mutmut_", 1)[0]
     tests = sorted(set(stats["tests_by_mangled_function_name"].get(function, [])),
                    key=lambda t: (stats["duration_by_test"].get(t, 0.0), t))
-    first = [t for t in (killers or {}).get(function, ()) if t in tests]
-    return first + [t for t in tests if t not in first]
+    killers = killers or {}
+    module = function.rsplit(".", 1)[0]
+    by_module = sorted(killers.get(module, {}).items(), key=lambda tc: -tc[1])  # the module's best killers next
+    first = list(dict.fromkeys([t for t in killers.get(function, ()) if t in tests] +
+                               [t for t, _ in by_module if t in tests]))
+    return first + [t for t in tests if t not in set(first)]
 
 
 def _killer_file(pid: int) -> str:
@@ -75,7 +85,7 @@ class _Checker:
         self.todo, self.stats, self.workers, self.on_verdict = todo, stats, workers, on_verdict
         self.map_tests, self.on_map = tuple(map_tests), on_map
         self.items: dict[str, pytest.Item] = {}
-        self.killers: dict[str, list[str]] = {}  # function -> the tests that caught its mutants, latest first
+        self.killers: dict = {}  # function -> the tests that caught its mutants, latest first; module -> {test: count}
 
     def pytest_collection_modifyitems(self, items):
         self.items = {item.nodeid: item for item in items}
@@ -121,7 +131,8 @@ class _Checker:
                 cpu = math.ceil((sum(self.stats["duration_by_test"].get(i.nodeid, 0.0) for i in items) + 1) * 10)
                 pid = os.fork()
                 if pid == 0:
-                    self._work(name, items, cpu)
+                    self._work(name, items, cpu, [self.stats["duration_by_test"].get(i.nodeid, 0.0) * 10 + PER_TEST
+                                                  for i in items])
                 running[pid] = (name, time.monotonic(), cpu * WALL_PER_CPU)
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
@@ -152,16 +163,22 @@ class _Checker:
         os.remove(path)
         function = name.rsplit("__mutmut_", 1)[0]
         self.killers[function] = [test] + [t for t in self.killers.get(function, []) if t != test]
+        counts = self.killers.setdefault(function.rsplit(".", 1)[0], {})
+        counts[test] = counts.get(test, 0) + 1
 
     @staticmethod
-    def _work(name: str, items: list, cpu: int) -> None:
+    def _work(name: str, items: list, cpu: int, limits: list[float]) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         os.environ["MUTANT_UNDER_TEST"] = name
+        # a hang shows in its first test: each test gets its own CPU limit, so a mutant that loops forever is a
+        # timeout in seconds, not after the whole covering set's limit (minutes)
+        signal.signal(signal.SIGPROF, lambda *_: os._exit(TIMEOUT))
         try:
             for i, item in enumerate(items):
+                signal.setitimer(signal.ITIMER_PROF, limits[i])
                 reports = runtestprotocol(item, nextitem=items[i + 1] if i + 1 < len(items) else None, log=False)
                 if any(r.failed for r in reports):
                     with open(_killer_file(os.getpid()), "w") as fh:
@@ -209,7 +226,7 @@ def main(argv=None) -> int:
             records[meta_of[name]]["exit_code_by_key"][name] = code
             with open(meta_of[name], "w") as fh:
                 json.dump(records[meta_of[name]], fh, indent=4)
-        if done[0] % 50 == 0 or done[0] == len(todo):
+        if done[0] % 10 == 0 or done[0] == len(todo):
             print(f"{done[0]}/{len(todo)} checked in {time.monotonic() - started:.0f} s", file=sys.__stdout__,
                   flush=True)
 

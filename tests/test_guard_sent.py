@@ -373,3 +373,14 @@ def test_a_version_of_an_earlier_passage_is_still_checked_against_the_passages_a
     trace = build(cands, "refunds", Config(near_dup=None, prefer_newest=False, order="rank"))
     assert [(p.id, p.duplicate_of, p.similarity, p.superseded_by) for p in of_build(trace).passages] == [
         ("v1", None, None, "v2"), ("x", None, None, None), ("v2", "x", 1.0, None)]
+
+
+def test_a_label_is_read_after_the_previous_passage_only():
+    """The second passage is unlabelled: the first passage's "Document 1:", 100 characters before it, is not its
+    label, though it lies within the 400 characters read before a passage."""
+    a = "Alpha passage about the refund window of thirty days for all orders."
+    b = "Beta passage about shipping times to the northern regions in winter."
+    sent = reconstruct(_trace(Candidate("a", a, 0.9), Candidate("b", b, 0.8)),
+                       f"Document 1:\n{a}\n\n{b}\n\nQuestion: q?")
+    assert [(p.id, p.label) for p in sent.passages] == [("a", "Document 1"), ("b", None)]
+    assert sent.labelling == "document-number"
