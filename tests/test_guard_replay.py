@@ -12,7 +12,10 @@ import pytest
 
 from ctxcore.errors import InputError
 from ctxcore.io.limits import MAX_BYTES
-from ctxcore.replay import engines
+from ctxcore.io.formats.spans import parse_spans
+from ctxcore.io.live.store import Store
+from ctxcore.replay import engines, read
+from ctxcore.replay.read import items
 from ctxcore.replay.report import Summary, percentiles
 from ctxcore.replay.run import replay
 
@@ -270,3 +273,68 @@ def test_settings_an_engine_cannot_take_are_refused_naming_the_field(kw, message
 
 def test_one_worker_is_enough():
     assert list(engines.run(len, [[1, 2]], engine="inprocess", workers=1)) == [2]
+
+
+# --- the reading side: a span export's runs and times, a live store's runs ----------------------------------------
+
+def _span(tid, sid, start, parent=None):
+    return {"name": "retrieve", "context": {"trace_id": tid, "span_id": sid}, "parent_id": parent,
+            "start_time": start, "end_time": start, "span_kind": "RETRIEVER",
+            "attributes": {"openinference.span.kind": "RETRIEVER", "input.value": "When?",
+                           "retrieval.documents": [{"document.id": "d", "document.content": "alpha text"}]}}
+
+
+def test_a_span_export_of_two_traces_is_two_runs_each_at_its_earliest_span(tmp_path):
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps([_span("t1", "a", "2024-05-01T10:00:02Z"), _span("t2", "b", "2024-05-01T09:00:00Z"),
+                                _span("t1", "c", "2024-05-01T10:00:01Z", "a")]))
+    size = path.stat().st_size
+    assert [(i.kind, i.source, i.run_id, i.time, i.done_bytes) for i in items([str(path)])] == [
+        ("family", f"{path}#t1", "t1", "2024-05-01T10:00:01Z", size),
+        ("family", f"{path}#t2", "t2", "2024-05-01T09:00:00Z", size)]
+    first = next(iter(items([str(path)])))
+    assert [s["context"]["span_id"] for s in first.payload[1]] == ["a", "c"]
+
+
+def test_a_span_export_of_one_trace_is_read_whole_at_its_earliest_span(tmp_path):
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps([_span("t1", "a", 1714557602000), _span("t1", "c", 1714557601500, "a")]))
+    (item,) = items([str(path)])
+    assert (item.kind, item.source, item.run_id, item.time) == ("bytes", str(path), None, "1714557601500")
+    assert item.payload == path.read_bytes()
+
+
+@pytest.mark.parametrize("starts,earliest", [([10, 9.5], "9.5"), ([5, "2024"], "5"), (["b", "a"], "a"),
+                                             ([None, 7], "7"), ([None], None), ([], None)])
+def test_the_earliest_start_numbers_as_numbers_before_text(starts, earliest):
+    spans = parse_spans([{"name": f"s{i}", **({} if s is None else {"start_time": s})} for i, s in enumerate(starts)],
+                        "f.json")
+    assert read._earliest(spans) == earliest
+
+
+def _otlp(tid, start):
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": tid, "spanId": "a1", "name": "retrieve", "startTimeUnixNano": str(start),
+         "endTimeUnixNano": str(start + 1000),
+         "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
+                        {"key": "input.value", "value": {"stringValue": "When?"}},
+                        {"key": "retrieval.documents.0.document.content", "value": {"stringValue": "alpha"}}]}]}]}]})
+
+
+def test_a_live_stores_runs_oldest_first_with_their_times_and_a_damaged_one_named(tmp_path):
+    db = tmp_path / "live.db"
+    store = Store(db)
+    a, b, c, t = "a" * 32, "b" * 32, "c" * 32, "d" * 32
+    bodies = [_otlp(b, 1700000005000000000), _otlp(a, 1700000000000000000), b"\x08\xff\xff not protobuf", "not json"]
+    for now, (tid, body) in enumerate(zip((b, a, c, t), bodies), 1):
+        store.add({tid: {"body": body, "spans": 1, "service": "bot"}}, now=float(now))
+    store.close()
+    got = list(items([f"store:{db}"]))
+    sizes = [len(body) for body in bodies]  # the stored bytes: the bodies are ASCII
+    assert [(i.kind, i.source, i.run_id, i.time, i.done_bytes) for i in got] == [
+        ("bytes", f"live-{b}.jsonl", b, "1700000005000000000", sizes[0]),
+        ("bytes", f"live-{a}.jsonl", a, "1700000000000000000", sum(sizes[:2])),
+        ("error", f"live-{c}.jsonl", c, None, sum(sizes[:3])),
+        ("bytes", f"live-{t}.jsonl", t, None, sum(sizes))]
+    assert got[0].payload == (bodies[0] + "\n").encode()
+    assert got[2].payload.startswith(f"{db}: run {c}: a stored row cannot be read (")

@@ -225,6 +225,7 @@ def test_replay_of_a_missing_store_or_run_is_one_line_and_exit_2(data_dir, capsy
     Store(data_dir / "live.db").add(otlp.split(_merged(_sdk_requests("protobuf"))).traces)
     Store(data_dir / "empty.db")
     (data_dir / "not-a-store.db").write_text("hello, not sqlite\n" * 100)
+    capsys.readouterr()  # what the instrumented pipeline printed (a library's deprecation warning, once a run)
     assert main(["replay", source.format(d=data_dir), "--max-passages", "3", "--engine", "inprocess"]) == 2
     assert capsys.readouterr().err == line.format(d=data_dir)
 

@@ -335,9 +335,15 @@ def run_time(family: Optional[str], data) -> Optional[str]:
 
 
 def _earliest(spans) -> Optional[str]:
-    """The earliest start of the spans (numbers before text), as text."""
+    """The earliest start of the spans (numbers, compared as numbers, before text), as text.
+
+    >>> from ctxcore.io.formats.spans import parse_spans
+    >>> _earliest(parse_spans([{"name": "a", "start_time": 10}, {"name": "b", "start_time": 9.5}], "f"))
+    '9.5'
+    """
     starts = [s.start for s in spans if s.start is not None]
-    value = min(starts, key=lambda v: (not isinstance(v, (int, float)), str(v))) if starts else None
+    value = min(starts, key=lambda v: (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))) if starts \
+        else None
     return None if value is None else str(value)
 
 
