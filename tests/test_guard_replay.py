@@ -255,7 +255,8 @@ def test_an_unknown_engine_is_refused_naming_the_field_and_the_choices():
         "unknown engine 'threads'; choose one of local, inprocess, dask", "engine")
 
 
-def test_the_default_engine_is_the_local_process_pool_and_hands_each_batch_the_arguments():
+def test_the_default_engine_is_the_local_process_pool_and_hands_each_batch_the_arguments(monkeypatch):
+    monkeypatch.setattr(engines, "_dask", lambda *a: pytest.fail("the Dask engine was started for the local one"))
     assert list(engines.run(operator.add, [[1], [2, 3], []], ([9],), workers=1)) == [[1, 9], [2, 3, 9], [9]]
 
 

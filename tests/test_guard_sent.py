@@ -11,6 +11,7 @@ import pytest
 from ctxcore import Candidate, Config, Logged, build, get_tokenizer
 from ctxcore.analysis.sent import (_gap_labelling, _labelling_of, _question_present, _stem, attach, content_words, family_members,
                                    of_build, of_trace, overlap, reconstruct)
+from ctxcore.analysis import sent as sent_module
 from ctxcore.records import Sent, SentPassage
 
 Q = "How much does return shipping cost?"
@@ -384,3 +385,77 @@ def test_a_label_is_read_after_the_previous_passage_only():
                        f"Document 1:\n{a}\n\n{b}\n\nQuestion: q?")
     assert [(p.id, p.label) for p in sent.passages] == [("a", "Document 1"), ("b", None)]
     assert sent.labelling == "document-number"
+
+
+OTHER = "Orders ship within two business days from our warehouse in Lyon, France."
+
+
+def test_a_copy_sent_once_does_not_stop_the_reading_of_the_passages_after_it():
+    sent = reconstruct(_trace(Candidate("a", SHIP, 0.9), Candidate("a2", SHIP, 0.8), Candidate("o", OTHER, 0.7)),
+                       f"[1] {SHIP}\n[2] {OTHER}\nQuestion: {Q}")
+    assert [p.id for p in sent.passages] == ["a", "o"] and sent.not_sent == ("a2",)
+
+
+def test_a_candidate_with_no_words_absent_from_the_prompt_is_not_a_passage():
+    sent = reconstruct(_trace(Candidate("a", SHIP, 0.9), Candidate("z", "!", 0.8)), f"[1] {SHIP}\nQuestion: {Q}")
+    assert [(p.id, p.offset) for p in sent.passages] == [("a", 4)] and sent.not_sent == ("z",)
+
+
+TWENTY = "Fees are 49 EUR now."  # 20 characters normalised: the shortest sentence read as a part sent
+
+
+@pytest.mark.parametrize("again", [False, True])
+def test_a_sentence_of_twenty_characters_is_a_part_sent_at_its_first_occurrence(again):
+    """The candidate's opening was reworded; only its last sentence (exactly 20 characters) was sent as written,
+    once or twice: the part is 20 of its 81 characters, read where the sentence first occurs."""
+    cand = "The opening sentence was rewritten entirely by someone else. " + TWENTY
+    prompt = (f"[1] {SHIP}\n[2] {TWENTY} the opening sentence was rewritten by someone entirely else\n"
+              + (f"[3] {TWENTY}\n" if again else "") + f"Question: {Q}")
+    sent = reconstruct(_trace(Candidate("a", SHIP, 0.9), Candidate("p", cand, 0.8)), prompt)
+    assert [(p.id, p.share, p.offset, p.tokens) for p in sent.passages] == [("a", 1.0, 4, 17), ("p", 0.247, 85, 4)]
+
+
+def test_a_near_copy_reports_its_similarity_to_three_places():
+    six, five = "alpha bravo charlie delta echo foxtrot", "alpha bravo charlie delta echo"  # Jaccard 5/6
+    sent = reconstruct(_trace(Candidate("t", six, 0.9), Candidate("e", five, 0.8)), f"{six}\n\n{five}\n\nQuestion: {Q}")
+    assert [(p.id, p.duplicate_of, p.similarity) for p in sent.passages] == [("t", None, None), ("e", "t", 0.833)]
+
+
+def test_a_version_of_an_earlier_passage_is_still_a_copy_of_a_later_one():
+    """v2 is a newer version of v1 (no duplicate of it), and word for word the passage w sent before it."""
+    old = "Return shipping cost 30 EUR in the 2023 policy, deducted from the refund amount."
+    trace = _trace(Candidate("v1", old, 0.9, doc_id="d", version="1"), Candidate("w", SHIP, 0.8, doc_id="e"),
+                   Candidate("v2", SHIP, 0.7, doc_id="d", version="2"))
+    sent = reconstruct(trace, f"[1] {old}\n[2] {SHIP}\n[3] {SHIP}\nQuestion: {Q}")
+    assert [(p.id, p.duplicate_of, p.similarity, p.superseded_by) for p in sent.passages] == [
+        ("v1", None, None, "v2"), ("w", None, None, None), ("v2", "w", 1.0, None)]
+
+
+def test_a_prompt_is_read_once_per_candidate_set_while_several_sets_alternate(monkeypatch):
+    """A replay reads one run's prompt against the policy's, the baseline's and the new settings' traces: the
+    reading (where each passage is, its label) is remembered by candidate set and prompt, for each set."""
+    calls = []
+    real = sent_module._found
+    monkeypatch.setattr(sent_module, "_found", lambda cands, prompt: calls.append(len(cands)) or real(cands, prompt))
+    one = _trace(Candidate("a", SHIP, 0.9), Candidate("o", OTHER, 0.8))
+    two = _trace(Candidate("a", SHIP, 0.9))
+    prompt = f"[1] {SHIP}\n[2] {OTHER}\nQuestion: {Q}"
+    first = reconstruct(one, prompt)
+    assert [p.id for p in reconstruct(two, prompt).passages] == ["a"]
+    assert reconstruct(one, prompt) == first and calls == [2, 1]
+
+
+def test_a_sliver_sent_counts_one_token_at_least():
+    """Only the 20-character sentence of a passage that is otherwise a 640-character rule line was sent: 3% of its
+    text, 19 tokens × 0.031 rounds to 1 token."""
+    sent = reconstruct(_trace(Candidate("a", SHIP, 0.9), Candidate("p", TWENTY + " " + "=" * 640, 0.8)),
+                       f"[1] {SHIP}\n[2] {TWENTY}\nQuestion: {Q}")
+    assert [(p.id, p.share, p.tokens) for p in sent.passages] == [("a", 1.0, 17), ("p", 0.03, 1)]
+
+
+def test_identical_texts_claim_successive_occurrences_even_overlapping_ones():
+    """Two copies of a 45-character run of one mark, sent as a 46-character run: they are read at offsets 0 and
+    1, as the definition says (the second occurrence starts one character after the first)."""
+    marks = "!" * 45
+    sent = reconstruct(_trace(Candidate("x", marks, 0.9), Candidate("x2", marks, 0.8)), "!" * 46 + f"\nQuestion: {Q}")
+    assert [(p.id, p.offset, p.duplicate_of) for p in sent.passages] == [("x", 0, None), ("x2", 1, "x")]
