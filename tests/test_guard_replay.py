@@ -7,17 +7,20 @@ import operator
 import os
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from ctxcore.errors import InputError
-from ctxcore.io.limits import MAX_BYTES
 from ctxcore.io.formats.spans import parse_spans
+from ctxcore.io.limits import MAX_BYTES
 from ctxcore.io.live.store import Store
 from ctxcore.replay import engines, read
-from ctxcore.replay.read import items
+from ctxcore.replay.read import items, load_item
 from ctxcore.replay.report import Summary, percentiles
 from ctxcore.replay.run import replay
+
+FIXTURES = Path(__file__).parent / "fixtures" / "traces"
 
 
 def _row(run_id, *, changed=False, reordered=False, lost=(), moved=(), saved=0, evidence=(100, 100),
@@ -339,3 +342,62 @@ def test_a_live_stores_runs_oldest_first_with_their_times_and_a_damaged_one_name
         ("bytes", f"live-{t}.jsonl", t, None, sum(sizes))]
     assert got[0].payload == (bodies[0] + "\n").encode()
     assert got[2].payload.startswith(f"{db}: run {c}: a stored row cannot be read (")
+
+
+# --- a Langfuse file of several traces, split into runs ----------------------------------------------------------
+
+def _langfuse(tid: str, when: str) -> dict:
+    trace = json.loads((FIXTURES / "langfuse_trace.json").read_text())
+    trace["id"], trace["timestamp"] = tid, when
+    for o in trace["observations"]:
+        o["traceId"] = tid
+    return trace
+
+
+def _runs_of(path) -> list:
+    out = []
+    for i in items([str(path)]):
+        records = i.payload[1]
+        held = sorted(records) if isinstance(records, dict) else [r.get("trace", r).get("id") for r in records]
+        out.append((i.kind, i.source.rsplit("/", 1)[-1], i.run_id, i.time, held))
+    return out
+
+
+def test_a_langfuse_list_of_traces_is_one_run_a_trace_each_at_its_timestamp(tmp_path):
+    path = tmp_path / "lf.json"
+    path.write_text(json.dumps([_langfuse("t-a", "2024-05-14T10:00:00.000Z"), _langfuse("t-b", "2024-05-14T09:00:00Z")]))
+    assert _runs_of(path) == [("family", "lf.json#t-a", "t-a", "2024-05-14T10:00:00.000Z", ["t-a"]),
+                              ("family", "lf.json#t-b", "t-b", "2024-05-14T09:00:00Z", ["t-b"])]
+
+
+def test_langfuse_observations_of_two_traces_are_grouped_by_trace_id(tmp_path):
+    a, b = _langfuse("t-a", "x"), _langfuse("t-b", "y")
+    path = tmp_path / "obs.json"
+    path.write_text(json.dumps({"data": a["observations"][:2] + b["observations"] + a["observations"][2:]}))
+    got = list(items([str(path)]))
+    assert [(i.source.rsplit("/", 1)[-1], i.run_id, i.time) for i in got] == [
+        ("obs.json#t-a", "t-a", "2024-05-14T10:02:01.000Z"), ("obs.json#t-b", "t-b", "2024-05-14T10:02:01.000Z")]
+    assert [[o["id"] for o in i.payload[1]] for i in got] == [[o["id"] for o in a["observations"]],
+                                                            [o["id"] for o in b["observations"]]]
+    assert {o["traceId"] for o in got[1].payload[1]} == {"t-b"}
+
+
+def test_a_trace_wrapped_with_its_observations_beside_a_plain_one(tmp_path):
+    a, b = _langfuse("t-a", "2024-05-14T10:00:00.000Z"), _langfuse("t-b", "2024-05-14T09:00:00.000Z")
+    head = {k: v for k, v in a.items() if k != "observations"}
+    path = tmp_path / "wrapped.json"
+    path.write_text(json.dumps({"data": [{"trace": head, "observations": a["observations"]}, b]}))
+    assert _runs_of(path) == [("family", "wrapped.json#t-a", "t-a", "2024-05-14T10:00:00.000Z", ["t-a"]),
+                              ("family", "wrapped.json#t-b", "t-b", "2024-05-14T09:00:00.000Z", ["t-b"])]
+
+
+def test_a_trace_id_given_twice_hands_each_run_the_whole_file_to_pick_from(tmp_path):
+    a, b = _langfuse("t-a", "2024-05-14T10:00:00.000Z"), _langfuse("t-b", "2024-05-14T09:00:00.000Z")
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps([a, b, a]))
+    got = list(items([str(path)]))
+    assert [(i.run_id, sorted(i.payload[1])) for i in got] == [("t-a", ["trace_id", "whole"]),
+                                                              ("t-b", ["trace_id", "whole"]),
+                                                              ("t-a", ["trace_id", "whole"])]
+    assert [i.payload[1]["trace_id"] for i in got] == ["t-a", "t-b", "t-a"] and got[1].payload[1]["whole"] == [a, b, a]
+    assert [load_item(i)[0].logged.trace_id for i in got] == ["t-a", "t-b", "t-a"]
