@@ -16,7 +16,7 @@ from ctxcore.io.formats.spans import parse_spans
 from ctxcore.io.limits import MAX_BYTES
 from ctxcore.io.live.store import Store
 from ctxcore.replay import engines, read
-from ctxcore.replay.read import items, load_item
+from ctxcore.replay.read import items, load_item, total_bytes
 from ctxcore.replay.report import Summary, percentiles
 from ctxcore.replay.run import replay
 
@@ -401,3 +401,29 @@ def test_a_trace_id_given_twice_hands_each_run_the_whole_file_to_pick_from(tmp_p
                                                               ("t-a", ["trace_id", "whole"])]
     assert [i.payload[1]["trace_id"] for i in got] == ["t-a", "t-b", "t-a"] and got[1].payload[1]["whole"] == [a, b, a]
     assert [load_item(i)[0].logged.trace_id for i in got] == ["t-a", "t-b", "t-a"]
+
+
+def test_a_jsonl_logs_lines_each_a_run_or_named_with_the_bytes_read_so_far(tmp_path):
+    """A CRLF line, a blank line (no run), a line that is not UTF-8 and one 64 MiB + 2 bytes long (sparse: nothing
+    is written but its length) are named by their line; the runs around them are read, and each item carries the
+    bytes read up to its end, so progress reaches the file's size."""
+    line = json.dumps({"query": "When?", "candidates": [{"id": "a", "text": "alpha text"}]}).encode()
+    path = tmp_path / "log.jsonl"
+    with open(path, "wb") as f:
+        f.write(line + b"\r\n")
+        f.write(b"\n")
+        f.write(b'{"query": "caf\xe9", "candidates": []}\n')
+        f.seek(f.tell() + MAX_BYTES + 1)
+        f.write(b"\n")
+        f.write(line + b"\n")
+    size = path.stat().st_size
+    assert size == 71 + 1 + 36 + MAX_BYTES + 2 + 70
+    assert [(i.kind, i.source, i.payload, i.done_bytes) for i in items([str(path)])] == [
+        ("line", f"{path}:1", line.decode(), 71),
+        ("error", f"{path}:3", "not UTF-8 text (byte 0xe9 at offset 14); save the file as UTF-8", 108),
+        ("error", f"{path}:4", "the line is 67.1 MB; the limit is 64 MB a line", 108 + MAX_BYTES + 2),
+        ("line", f"{path}:5", line.decode(), size)]
+    assert total_bytes([str(path), str(tmp_path / "missing.jsonl")]) == size
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(line + b"\n")
+    assert total_bytes([str(path), str(other)]) == size + 70

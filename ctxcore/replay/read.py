@@ -234,6 +234,7 @@ def _lines(f, path: str):
             try:
                 yield "line", source, decode(raw, source).rstrip("\r\n"), None, None, at
             except InputError as err:
+                err.line = None  # the source names the log's line; the decoder saw a one-line text
                 yield "error", source, why(err, source), None, None, at
 
 
