@@ -459,3 +459,36 @@ def test_identical_texts_claim_successive_occurrences_even_overlapping_ones():
     marks = "!" * 45
     sent = reconstruct(_trace(Candidate("x", marks, 0.9), Candidate("x2", marks, 0.8)), "!" * 46 + f"\nQuestion: {Q}")
     assert [(p.id, p.offset, p.duplicate_of) for p in sent.passages] == [("x", 0, None), ("x2", 1, "x")]
+
+
+def test_a_passage_that_reads_like_metadata_does_not_label_the_next_one():
+    """A passage of "key: value" lines followed by an unlabelled one: read after the previous passage's end, the
+    second has no label (read from the prompt's start, the first passage's lines would look like LlamaIndex's
+    metadata header of the second)."""
+    a = "Region: northern warehouses\nCarrier: DHL express, two days"
+    b = "Beta passage about shipping times to the northern regions in winter."
+    sent = reconstruct(_trace(Candidate("a", a, 0.9), Candidate("b", b, 0.8)), f"{a}\n\n{b}\n\nQuestion: {Q}")
+    assert [(p.id, p.label) for p in sent.passages] == [("a", None), ("b", None)]
+    assert sent.labelling == "blank-line"
+
+
+QN = "Which carrier ships returns from the northern warehouse?"  # 5 content words: carrier ship return northern warehous
+
+
+@pytest.mark.parametrize("asked, present", [("carrier for northern warehouse returns?", True),   # 4 of 5: 80%
+                                            ("carrier for northern returns?", False)])            # 3 of 5
+def test_a_reworded_question_after_the_evidence_at_the_edge_of_four_fifths(asked, present):
+    trace = build([Candidate("a", SHIP, 0.9)], QN, Config(budget=2000))
+    assert reconstruct(trace, f"[1] {SHIP}\nQuestion: {asked}").question_present is present
+
+
+def test_a_reworded_question_at_the_very_start_of_a_prompt_without_passages_is_present():
+    trace = build([Candidate("a", SHIP, 0.9)], QN, Config(budget=2000))
+    sent = reconstruct(trace, "Carrier for northern warehouse returns?")
+    assert sent.passages == () and sent.question_present is True
+
+
+def test_a_reworded_question_right_after_a_part_sent_is_read_after_that_part():
+    trace = build([Candidate("l", LONG, 0.9)], QN, Config(budget=2000))
+    sent = reconstruct(trace, f"[1] {FIRST}\ncarrier for northern warehouse returns?")
+    assert [(p.id, p.share) for p in sent.passages] == [("l", 0.428)] and sent.question_present is True
