@@ -427,3 +427,17 @@ def test_a_jsonl_logs_lines_each_a_run_or_named_with_the_bytes_read_so_far(tmp_p
     other = tmp_path / "other.jsonl"
     other.write_bytes(line + b"\n")
     assert total_bytes([str(path), str(other)]) == size + 70
+
+
+def test_a_span_export_with_a_malformed_span_is_listed_unreadable_and_the_replay_reads_on(tmp_path):
+    bad = _span("t2", "b", 2)
+    bad["attributes"]["llm." + ".".join(["x"] * 300)] = 1
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps([_span("t1", "a", 1), bad]))
+    after = tmp_path / "ok.jsonl"
+    after.write_text(json.dumps({"query": "When?", "candidates": [{"id": "a", "text": "alpha text"}]}) + "\n")
+    got = list(items([str(path), str(after)]))
+    assert [(i.kind, i.source, i.done_bytes) for i in got] == [
+        ("error", str(path), path.stat().st_size), ("line", f"{after}:1", path.stat().st_size + after.stat().st_size)]
+    assert got[0].payload.startswith("field 'spans[1].attributes.llm.x.x.x") and got[0].payload.endswith(
+        ": attributes nested more than 100 levels deep (each part of a dotted key is a level)")

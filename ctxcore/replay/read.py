@@ -251,14 +251,18 @@ def _whole(path: str):
         reason = why(err, path) if isinstance(err, InputError) else f"cannot read the file ({err.strerror})"
         yield "error", path, reason, None, None, size
         return
-    family = family_of(data, path) if data is not None else None
-    if family is not None and family.name == OPENINFERENCE:
-        runs, when = _span_runs(data, path)
-    else:
-        ids = family.traces(data) if family is not None else []
-        runs = [(tid, records, run_time(family.name, records))
-                for tid, records in _split(family.name, data, ids, path)] if len(ids) >= 2 else []
-        when = None if runs else run_time(family.name if family else None, data)
+    try:  # splitting parses every span: a malformed one makes the file unreadable, not the replay stop
+        family = family_of(data, path) if data is not None else None
+        if family is not None and family.name == OPENINFERENCE:
+            runs, when = _span_runs(data, path)
+        else:
+            ids = family.traces(data) if family is not None else []
+            runs = [(tid, records, run_time(family.name, records))
+                    for tid, records in _split(family.name, data, ids, path)] if len(ids) >= 2 else []
+            when = None if runs else run_time(family.name if family else None, data)
+    except InputError as err:
+        yield "error", path, why(err, path), None, None, size
+        return
     if len(runs) < 2:
         yield "bytes", path, raw, None, when, size
         return
@@ -343,8 +347,7 @@ def _earliest(spans) -> Optional[str]:
     '9.5'
     """
     starts = [s.start for s in spans if s.start is not None]
-    value = min(starts, key=lambda v: (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))) if starts \
-        else None
+    value = min(starts, key=lambda v: (0, v) if isinstance(v, (int, float)) else (1, str(v))) if starts else None
     return None if value is None else str(value)
 
 
