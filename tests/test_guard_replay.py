@@ -441,3 +441,44 @@ def test_a_span_export_with_a_malformed_span_is_listed_unreadable_and_the_replay
         ("error", str(path), path.stat().st_size), ("line", f"{after}:1", path.stat().st_size + after.stat().st_size)]
     assert got[0].payload.startswith("field 'spans[1].attributes.llm.x.x.x") and got[0].payload.endswith(
         ": attributes nested more than 100 levels deep (each part of a dotted key is a level)")
+
+
+@pytest.mark.parametrize("family, data, when", [
+    (None, {"time": "2024-01-01T00:00:00Z", "timestamp": "later"}, "2024-01-01T00:00:00Z"),
+    (None, {"timestamp": 1700000000}, "1700000000"),
+    (None, {"time": None, "timestamp": "x"}, None),
+    (None, {}, None), (None, [{"time": "t"}], None), (None, "t", None),
+    ("langfuse", [{"timestamp": None, "observations": []}, {"timestamp": "T2"}, {"timestamp": "T3"}], "T2"),
+    ("langfuse", {"trace": {"timestamp": "T"}, "observations": [], "timestamp": "outer"}, "T"),
+    ("langfuse", {"id": "x", "observations": [{"startTime": "2024-05-02"}, {"startTime": "2024-05-01"},
+                                              {"startTime": None}, 7]}, "2024-05-01"),
+    ("langfuse", [{"type": "SPAN", "startTime": "B"}, {"type": "GENERATION", "startTime": "A"}, 7], "A"),
+    ("langfuse", [{"observations": [{"startTime": None}]}], None),
+    ("langfuse", [7, {"timestamp": 12}], "12"),
+    ("langfuse", {"trace": "not a head", "timestamp": "own"}, "own"),
+])
+def test_when_a_run_happened_as_its_log_wrote_it(family, data, when):
+    assert read.run_time(family, data) == when
+
+
+def test_a_span_runs_time_is_its_earliest_start_and_none_when_its_spans_cannot_be_read():
+    assert read.run_time("openinference", [_span("t1", "a", 5), _span("t1", "c", 3, "a")]) == "3"
+    bad = _span("t1", "a", 5)
+    bad["attributes"]["llm." + ".".join(["x"] * 300)] = 1
+    assert read.run_time("openinference", [bad]) is None
+    assert read.run_time("openinference", {"not": "spans"}) is None
+
+
+@pytest.mark.parametrize("head", [{"format": "ctxcore-trace"}, {"candidates": []}, {"observations": []}])
+def test_a_jsonl_whose_lines_are_whole_runs_is_read_a_line_a_run(tmp_path, head):
+    path = tmp_path / "log.jsonl"
+    path.write_text(json.dumps({**head, "n": 1}) + "\n" + json.dumps({**head, "n": 2}) + "\n")
+    assert [(i.kind, i.source) for i in items([str(path)])] == [("line", f"{path}:1"), ("line", f"{path}:2")]
+
+
+def test_a_jsonl_of_spans_is_read_as_one_export(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    spans = (_span("t1", "a", 5), _span("t2", "b", 6), _span("t1", "c", 5, "a"))  # linked: grouped by trace id
+    path.write_text("\n".join(json.dumps(s) for s in spans) + "\n")
+    assert [(i.kind, i.source, i.run_id) for i in items([str(path)])] == [
+        ("family", f"{path}#t1", "t1"), ("family", f"{path}#t2", "t2")]
