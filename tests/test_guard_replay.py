@@ -482,3 +482,23 @@ def test_a_jsonl_of_spans_is_read_as_one_export(tmp_path):
     path.write_text("\n".join(json.dumps(s) for s in spans) + "\n")
     assert [(i.kind, i.source, i.run_id) for i in items([str(path)])] == [
         ("family", f"{path}#t1", "t1"), ("family", f"{path}#t2", "t2")]
+
+
+def test_a_symlink_loop_named_is_unreadable_and_one_met_in_a_walk_is_passed_over(tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps({"query": "When?", "candidates": [{"id": "a", "text": "alpha"}]}) + "\n")
+    os.symlink("loop.json", folder / "loop.json")  # a link to itself
+    assert list(read.expand([str(folder)])) == [(str(folder / "a.jsonl"), None)]
+    (named,) = read.expand([str(folder / "loop.json")])
+    assert named == (str(folder / "loop.json"), "cannot read the file (Too many levels of symbolic links)")
+
+
+@pytest.mark.parametrize("err, reason", [
+    (InputError("X marks a field", source="f.json"), "X marks a field"),
+    (InputError("bad value", source="f.json", field="budget"), "field 'budget': bad value"),
+    (ValueError("f.json is not read"), "f.json is not read"),
+    (InputError("elsewhere", source="g.json"), "g.json: elsewhere"),
+])
+def test_why_leaves_out_only_the_source_it_is_reported_beside(err, reason):
+    assert read.why(err, "f.json") == reason
