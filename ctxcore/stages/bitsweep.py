@@ -14,6 +14,7 @@ rest of the block among themselves in order.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -26,13 +27,63 @@ _BLOCK = 1024        # rows a sweep step settles at once: against the survivors 
 _SUB = 64            # ... compared with the earlier survivors together, of similar size
 _CELLS = 1 << 21     # (row, survivor, uint64 word) cells a comparison step holds at most
 _MIX = 0x9E3779B97F4A7C15  # multiplicative hashing of a shingle id to its bit
-_HEAD = 2            # a pair is first compared on this share of its words (1/_HEAD)
+_GATHER = 3          # a word compared for a pair left after the head costs about this many compared for all
+_SAMPLE = 4096       # pairs of rows the head is chosen on
+# numpy lets go of the GIL in its loops, so the pair filter's comparisons run on two cores (as the tokenizer
+# counts on two); which pairs pass does not depend on how they are split
+_SPLIT = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ctxcore-sweep")
 
 
 def _np():
     import numpy  # third-party and heavy: loaded when many texts are compared
 
     return numpy
+
+
+def _stream(texts: Sequence[str], k: int):
+    """(each character's digit, with k zeros after the last; each normalised text's length; the base), or None
+    when k digits of that base do not fit in 63 bits."""
+    np = _np()
+    norms = [" ".join(t.lower().split()) for t in texts]
+    lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
+    chars = np.frombuffer("".join(norms).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    present = np.bincount(chars, minlength=0x110000) > 0
+    base = int(present.sum()) + 1
+    if base ** k >= 1 << 63:
+        return None
+    # the narrowest digits that hold the base: every array made here is fresh memory, and a page the process
+    # touches for the first time costs more than the arithmetic on it
+    digits = np.zeros(len(chars) + k, dtype=np.uint16 if base < 1 << 16 else np.int64)
+    np.take(np.cumsum(present).astype(digits.dtype), chars, out=digits[:len(chars)])
+    return digits, lengths, base
+
+
+def _keys(digits, lengths, base: int, k: int, t0: int, t1: int):
+    """(id of every shingle, how many each text holds) for texts ``t0``..``t1 - 1`` of the stream."""
+    np = _np()
+    starts = np.cumsum(lengths) - lengths
+    lengths, starts = lengths[t0:t1], starts[t0:t1]
+    lo = int(starts[0]) if len(starts) else 0
+    hi = int(starts[-1] + lengths[-1]) if len(starts) else 0
+    # the k characters from every place of the texts at once; a shingle of a text at least k long lies inside
+    # its text, and a shorter text's one shingle is made below with 0 after its end (a window past a text's
+    # end reads the next one's digits: those places are left out)
+    window = digits[lo:hi].astype(np.int64)
+    for d in range(1, k):
+        window *= base
+        window += digits[lo + d:hi + d]
+    grams = np.where(lengths >= k, lengths - k + 1, np.minimum(lengths, 1))
+    # every place starts a shingle, save the last k - 1 of a text (a short text: all but its first)
+    starts, tail = starts - lo, np.maximum(np.minimum(lengths, k) - 1, 0)
+    where = np.ones(hi - lo, dtype=bool)
+    where[np.repeat(starts + lengths - tail, tail) + np.arange(int(tail.sum())) -
+          np.repeat(np.cumsum(tail) - tail, tail)] = False
+    key = window[where]
+    ends = np.cumsum(grams)
+    for t in np.flatnonzero((lengths < k) & (lengths > 0)).tolist():
+        start, size = lo + int(starts[t]), int(lengths[t])
+        key[int(ends[t]) - 1] = sum(int(digits[start + d]) * base ** (k - 1 - d) for d in range(size))
+    return key, grams
 
 
 def shingle_keys(texts: Sequence[str], k: int = 5):
@@ -48,34 +99,13 @@ def shingle_keys(texts: Sequence[str], k: int = 5):
     >>> key.tolist(), text.tolist(), span
     ([3267, 6068, 3087], [0, 0, 1], 16807)
     """
-    np = _np()
-    norms = [" ".join(t.lower().split()) for t in texts]
-    lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
-    chars = np.frombuffer("".join(norms).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    present = np.bincount(chars, minlength=0x110000) > 0
-    base = int(present.sum()) + 1
-    if base ** k >= 1 << 63:
+    made = _stream(texts, k)
+    if made is None:
         return None
-    digits = np.concatenate([np.cumsum(present)[chars], np.zeros(k, dtype=np.int64)])
-    # the k characters from every place of the whole stream at once; a shingle of a text at least k long
-    # lies inside its text, and a shorter text's one shingle is made below with 0 after its end
-    window = digits[:len(chars)].copy()
-    for d in range(1, k):
-        window *= base
-        window += digits[d:len(chars) + d]
-    grams = np.where(lengths >= k, lengths - k + 1, np.minimum(lengths, 1))
-    text = np.repeat(np.arange(len(texts), dtype=np.int64), grams)
-    # every place starts a shingle, save the last k - 1 of a text (a short text: all but its first)
-    starts, tail = np.cumsum(lengths) - lengths, np.maximum(np.minimum(lengths, k) - 1, 0)
-    where = np.ones(len(chars), dtype=bool)
-    where[np.repeat(starts + lengths - tail, tail) + np.arange(int(tail.sum())) -
-          np.repeat(np.cumsum(tail) - tail, tail)] = False
-    key = window[where]
-    ends = np.cumsum(grams)
-    for t in np.flatnonzero((lengths < k) & (lengths > 0)).tolist():
-        start, size = int(starts[t]), int(lengths[t])
-        key[int(ends[t]) - 1] = sum(int(digits[start + d]) * base ** (k - 1 - d) for d in range(size))
-    return key, text, base ** k
+    np = _np()
+    digits, lengths, base = made
+    key, grams = _keys(digits, lengths, base, k, 0, len(texts))
+    return key, np.repeat(np.arange(len(texts), dtype=np.int64), grams), base ** k
 
 
 @dataclass(frozen=True)
@@ -100,51 +130,71 @@ class ShingleBits:
         return ShingleBits(starts, self.keys[at], sizes, self.bits[rows], self.span)
 
 
-def _sort_rows(packed, text, chunk: int = 20_000) -> None:
-    """Sort ``packed`` in place, where its values ascend by ``text`` already: a run of whole texts of about
-    ``chunk`` values at a time, which stays in cache (twice as fast as one sort of millions)."""
+def _sort_rows(packed, grams, chunk: int = 20_000) -> None:
+    """Sort ``packed`` in place, where its values ascend by text already and text i holds ``grams[i]`` of them:
+    a run of whole texts of about ``chunk`` values at a time, which stays in cache (twice as fast as one sort
+    of millions)."""
     np = _np()
-    bounds = np.searchsorted(text, text[::chunk][1:], side="left").tolist() if len(text) else []
+    ends = np.cumsum(grams)
+    holder = np.searchsorted(ends, np.arange(chunk, len(packed), chunk), side="right")  # text of every chunk-th
+    bounds = np.unique(ends[holder] - grams[holder]).tolist()  # ... where that text starts
     for lo, hi in zip([0] + bounds, bounds + [len(packed)]):
         packed[lo:hi].sort()
 
 
 def shingle_bits(texts: Sequence[str], k: int = 5) -> Optional[ShingleBits]:
     """The shingle sets of ``texts`` with their bit rows; None where :func:`shingle_keys` gives none, or
-    the ids and text numbers together pass 63 bits.
+    the ids and text numbers together pass 63 bits. The two halves of the texts are made on two cores.
 
     >>> sb = shingle_bits(["Refund  days", "refund days!", "abc", ""])
     >>> sb.sizes.tolist(), sb.bits.shape
     ([7, 8, 1, 0], (4, 1))
     """
     np = _np()
-    made = shingle_keys(texts, k)
+    made = _stream(texts, k)
     n = len(texts)
     if made is None:
         return None
-    key, text, span = made
+    digits, lengths, base = made
+    span = base ** k
     shift = span.bit_length()  # (text, id) packed with shifts and masks: several times cheaper than divmod
     if max(n, 1) << shift >= 1 << 63:
         return None
-    packed = text << shift
-    packed |= key
-    _sort_rows(packed, text)
-    packed = packed[np.concatenate([[True], packed[1:] != packed[:-1]])] if len(packed) else packed
-    row, key = packed >> shift, packed & ((1 << shift) - 1)
-    sizes = np.bincount(row, minlength=n).astype(np.int64)
+
+    def sets(t0: int, t1: int):
+        """(row, id, distinct shingles per text) of texts t0..t1 - 1, ascending."""
+        key, grams = _keys(digits, lengths, base, k, t0, t1)
+        packed = np.repeat(np.arange(t0, t1, dtype=np.int64) << shift, grams)
+        packed |= key
+        del key
+        _sort_rows(packed, grams)
+        packed = packed[np.concatenate([[True], packed[1:] != packed[:-1]])] if len(packed) else packed
+        row = packed >> shift
+        packed &= (1 << shift) - 1
+        return row, packed, np.bincount(row - t0, minlength=t1 - t0)
+
+    halves = [(0, n // 2), (n // 2, n)]
+    parts = list(_SPLIT.map(lambda h: sets(*h), halves))
+    sizes = np.concatenate([size for _, _, size in parts]).astype(np.int64)
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes, out=starts[1:])
     # about two bits per shingle of a middling row: a row half full tells sets apart
     median = int(np.median(sizes)) if n else 0
     width = min(4096, max(64, 1 << (2 * median - 1).bit_length()))
-    hashed = key.view(np.uint64) * np.uint64(_MIX)
-    hashed >>= np.uint64(64 - (width.bit_length() - 1))
-    row *= width
-    row += hashed.view(np.int64)
-    flat = np.zeros(n * width, dtype=bool)
-    flat[row] = True
-    bits = np.packbits(flat.reshape(n, width), axis=1, bitorder="little").view(np.uint64)
-    return ShingleBits(starts, key, sizes, bits, span)
+
+    def bits(half: int):
+        (t0, t1), (at, key, _) = halves[half], parts[half]
+        hashed = key.view(np.uint64) * np.uint64(_MIX)
+        hashed >>= np.uint64(64 - (width.bit_length() - 1))
+        at -= t0  # each shingle's row becomes its bit's place in the half's rows
+        at *= width
+        at += hashed.view(np.int64)
+        flat = np.zeros((t1 - t0) * width, dtype=bool)
+        flat[at] = True
+        return np.packbits(flat.reshape(t1 - t0, width), axis=1, bitorder="little").view(np.uint64)
+
+    rows = np.concatenate(list(_SPLIT.map(bits, (0, 1))))
+    return ShingleBits(starts, np.concatenate([key for _, key, _ in parts]), sizes, rows, span)
 
 
 class Survivors:
@@ -216,14 +266,36 @@ def _differ(a, b):
     return out
 
 
-def _maybe(a_bits, b_bits, a, b, threshold: float):
+def choose_head(bits, sizes, threshold: float) -> int:
+    """How many of a row's words to compare every pair on first (bit columns: words x rows): the number that
+    costs least on a sample of pairs of rows the length filter lets meet (fixed seed). Too few words and
+    unrelated pairs pass on to the rest, each of its words fetched pair by pair; too many and every pair pays
+    for words a few would have settled. Which pairs pass does not depend on it."""
+    np = _np()
+    words = bits.shape[0]
+    order = np.flatnonzero(sizes > 0)
+    order = order[np.argsort(sizes[order], kind="stable")]
+    if words == 1 or len(order) < 2:
+        return max(1, words // 2)
+    rng = np.random.default_rng(0)
+    i = rng.integers(0, len(order) - 1, _SAMPLE)
+    top = np.searchsorted(sizes[order], sizes[order[i]] / threshold, side="right") - 1  # the band's last row
+    j = np.minimum(i + 1 + (rng.random(_SAMPLE) * np.maximum(top - i, 1)).astype(np.int64), len(order) - 1)
+    a, b = order[i], order[j]
+    room = (sizes[a] + sizes[b]) * (1 - threshold) / (1 + threshold)
+    differ = np.cumsum(_popcount(bits[:, a] ^ bits[:, b]), axis=0)  # bits differing in the first h words
+    passed = (differ <= room[None, :]).mean(axis=1)
+    cost = np.arange(1, words + 1) + _GATHER * (words - np.arange(1, words + 1)) * passed
+    return int(np.argmin(cost)) + 1
+
+
+def _maybe(a_bits, b_bits, a, b, threshold: float, head: int):
     """(row, column) of the pairs the bit and size filters let through: those that may reach ``threshold``.
-    The first half of the words is compared for every pair (the bits set in one row only there already
+    The first ``head`` words (:func:`choose_head`) are compared for every pair (the bits set in one row only there already
     rule out most pairs: they are a lower bound of the whole count), the rest for the pairs left."""
     np = _np()
     slack = 1 - 1e-9  # prune only what is clearly impossible, so float rounding never loses a match
     room = (1 - threshold) / (1 + threshold) / slack
-    head = max(1, len(a_bits) // _HEAD)
     a_room, b_room = a * room, b * room
     part = _differ(a_bits[:head], b_bits[:head])
     r, c = np.nonzero(part <= a_room[:, None] + b_room[None, :])
@@ -253,6 +325,29 @@ def _similarity(sb: ShingleBits, i, j):
     return shared / (sb.sizes[i] + sb.sizes[j] - shared)
 
 
+def _run_pairs(sb: ShingleBits, kept: Survivors, rows, run, threshold: float, head: int):
+    """One comparison of :meth:`Survivors.runs`: (position in ``rows``, survivor, Jaccard) of the pairs that pass."""
+    at, size, mine, c0, c1 = run
+    r, c = _maybe(mine, kept.row_bits[:, c0:c1], size, kept.row_sizes[c0:c1], threshold, head)
+    who = kept.rows[c0 + c]
+    return at[r], who, _similarity(sb, rows[at[r]], who)
+
+
+def _among(bits, sizes, threshold: float, head: int):
+    """(row, earlier row) of the pairs within one block the filters let through, on both cores: the rows before
+    ``cut`` against each other, and the rest against all rows before them (equal areas at 0.618 of the block)."""
+    np = _np()
+    cut = len(sizes) * 5 // 8
+
+    def part(lo, hi):
+        r, c = _maybe(bits[:, lo:hi], bits[:, :hi], sizes[lo:hi], sizes[:hi], threshold, head)
+        r = r + lo
+        return r[c < r], c[c < r]
+
+    parts = list(_SPLIT.map(lambda b: part(*b), [(0, cut), (cut, len(sizes))]))
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
 def sweep(sb: ShingleBits, threshold: float) -> list[Match]:
     """Each row's first earlier survivor with Jaccard >= threshold, or None: near-dedup as
     :func:`ctxcore.stages.similarity.near_duplicates_naive` defines it.
@@ -266,16 +361,13 @@ def sweep(sb: ShingleBits, threshold: float) -> list[Match]:
     out: list[Match] = [None] * n
     bits = np.ascontiguousarray(sb.bits.T)  # (words, rows)
     kept = Survivors(bits, sizes)
+    head = choose_head(bits, sizes, threshold)
     for rows in kept.blocks(_BLOCK):
         first = np.full(len(rows), n, dtype=np.int64)  # the earliest survivor matched (n: none)
         first_sim = np.zeros(len(rows))
-        for at, size, mine, c0, c1 in kept.runs(rows, threshold, _SUB, _CELLS):
-            r, c = _maybe(mine, kept.row_bits[:, c0:c1], size, kept.row_sizes[c0:c1], threshold)
-            if not len(r):
-                continue
-            who = kept.rows[c0 + c]
-            sim = _similarity(sb, rows[at[r]], who)
-            for x, y, z in zip(at[r].tolist(), who.tolist(), sim.tolist()):
+        for x_at, who, sim in _SPLIT.map(lambda run: _run_pairs(sb, kept, rows, run, threshold, head),
+                                         kept.runs(rows, threshold, _SUB, _CELLS)):
+            for x, y, z in zip(x_at.tolist(), who.tolist(), sim.tolist()):
                 if z >= threshold and y < first[x]:
                     first[x], first_sim[x] = y, z
         for r, f, s in zip(rows[first < n].tolist(), first[first < n].tolist(), first_sim[first < n].tolist()):
@@ -284,8 +376,7 @@ def sweep(sb: ShingleBits, threshold: float) -> list[Match]:
         group = rows[first == n]
         if not len(group):
             continue
-        r, c = _maybe(bits[:, group], bits[:, group], sizes[group], sizes[group], threshold)
-        r, c = r[c < r], c[c < r]
+        r, c = _among(bits[:, group], sizes[group], threshold, head)
         sim = _similarity(sb, group[r], group[c])
         hits: dict[int, list[tuple[int, float]]] = {}
         for x, y, z in sorted(zip(r.tolist(), c.tolist(), sim.tolist())):
