@@ -175,3 +175,186 @@ def test_generation_table(calls, output, chosen):
     """Plants: documents not counted first (c taken for output 'x'); the output compared without squashing."""
     got = generation(calls, DOCS, lambda c: PLAIN[c][1], lambda c: PLAIN[c][2], output, lambda c: PLAIN[c][0])
     assert got == chosen
+
+
+def test_spans_starting_together_keep_the_order_they_were_logged_in():
+    """Two spans starting at the same second: the one logged first stays first, whatever their ends (sorting on
+    the whole (start, end, span) would put the shorter first, or compare spans)."""
+    spans = [_span(0, 1.0, 5.0, "a"), _span(1, 1.0, 1.5, "b"), _span(2, 1.2, 1.3, "c")]
+    assert _runs(spans) == {"a": [0, 1, 2]}
+
+
+def test_the_window_ends_at_the_last_end():
+    assert window([_span(0, 0.0, 10.0), _span(1, 2.0, 3.0)]) == (0.0, 10.0)
+    assert window([_span(0, 4.0, None), _span(1, 2.0, None)]) == (2.0, 4.0)  # no ends: the last start
+    assert window([_span(0, None, None)]) is None
+
+
+def test_the_span_panel_rows():
+    """What the "About this file" span panel shows for each span: ids, ISO start, duration in ms to the
+    microsecond, the model however it was logged, and the token counts."""
+    from ctxcore.io.formats.runs import span_rows
+    llm = Span(index=0, trace_id="t", span_id="s1", parent_id="s0", name="ChatOpenAI", kind="LLM",
+               start=1700000000.0, end=1700000001.2345678,
+               attrs={"llm": {"response": {"model_name": "gpt-4o-mini"}, "token_count": {"prompt": "812", "completion": 40}}})
+    bare = _span(1, None, 3.0, span_id="s2")
+    own = Span(index=2, trace_id="t", span_id="s3", parent_id=None, name="x", kind="", start=5.0, end=6.0,
+               attrs={"llm": {"model_name": "m1", "response": {"model_name": "m2"}}})
+    rows = span_rows([llm, bare, own])
+    assert rows[0] == {"name": "ChatOpenAI", "kind": "LLM", "id": "s1", "parent": "s0",
+                       "start": "2023-11-14T22:13:20.000Z", "duration_ms": 1234.568, "model": "gpt-4o-mini",
+                       "prompt_tokens": 812, "completion_tokens": 40}
+    assert rows[1] == {"name": "s", "kind": None, "id": "s2", "parent": None, "start": None, "duration_ms": None,
+                       "model": None, "prompt_tokens": None, "completion_tokens": None}
+    assert (rows[2]["model"], rows[2]["duration_ms"], rows[2]["start"]) == ("m1", 1000.0, "1970-01-01T00:00:05.000Z")
+
+
+# --- the entry points (formats/shapes.py): what is refused, naming the file, and the run asked for ---
+
+def _multi(without_content=False) -> bytes:
+    from conftest import ROOT
+    import os
+    lines = [json.loads(line) for line in open(os.path.join(ROOT, "tests/fixtures/traces/phoenix_multi.jsonl"))]
+    if without_content:
+        for span in lines:
+            span["attributes"] = {k: v for k, v in span["attributes"].items() if not k.endswith(".document.content")}
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+@pytest.mark.parametrize("raw, message, field", [
+    (b'{"candidates": [], "query": "q"}', "this is a ctxcore input file, not a logged trace", None),
+    (b'{"spans_please": 1}', "not a logged trace: expected OpenInference spans (Arize Phoenix export), OTLP JSON, a "
+     "Langfuse trace with observations, LangSmith runs or an MLflow trace", None),
+    (b'{"id": "t1", "observations": ["o1", "o2"]}', "this Langfuse trace lists observation ids only; export it with "
+     "its observations (GET /api/public/traces/{traceId})", "observations"),
+])
+def test_what_is_not_a_logged_trace_is_refused_naming_the_file(raw, message, field):
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats.shapes import load_file
+    with pytest.raises(InputError) as err:
+        load_file(raw, name="given.json")
+    assert (err.value.message, err.value.source, err.value.field) == (message, "given.json", field)
+
+
+def test_bytes_that_are_not_text_or_json_are_refused_naming_the_file():
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats.shapes import load_file
+    for raw in (b"\xff\xfe\x00{", b'{"name": "query", "span_kind": '):
+        with pytest.raises(InputError) as err:
+            load_file(raw, name="given.jsonl")
+        assert err.value.source == "given.jsonl"
+
+
+@pytest.mark.parametrize("run, message", [
+    (3, "run 3 is not in the file; it holds 2 runs (python -m ctxcore inspect lists them)"),
+    (0, "run 0 is not in the file; it holds 2 runs (python -m ctxcore inspect lists them)"),
+])
+def test_a_run_not_in_the_file_is_refused_with_how_many_it_holds(run, message):
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats.shapes import load_run
+    with pytest.raises(InputError) as err:
+        load_run(_multi(), run=run, name="multi.jsonl")
+    assert (err.value.message, err.value.source, err.value.field) == (message, "multi.jsonl", "run")
+
+
+def test_a_file_of_one_run_says_one_run():
+    from conftest import ROOT
+    import os
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats.shapes import load_run
+    with pytest.raises(InputError) as err:
+        load_run(os.path.join(ROOT, "tests/fixtures/traces/phoenix_nested.json"), run=2)
+    assert err.value.message == "run 2 is not in the file; it holds 1 run (python -m ctxcore inspect lists them)"
+
+
+def test_the_second_run_is_read_under_the_files_name_with_the_companion_texts():
+    from ctxcore.io.formats.shapes import load_run
+    texts = {"kb-207#2": "small damaged items are refunded", "kb-207#1": "photo of the damage first",
+             "kb-112#0": "refund thresholds", "kb-118#0": "blenders", "kb-121#0": "other"}
+    got = load_run(_multi(without_content=True), run=2, name="multi.jsonl", texts=texts)
+    assert got.logged.trace_id == "e3f2a1b0c9d8e7f6a5b4c3d2e1f00112"
+    assert got.source == "multi.jsonl"
+    assert [(c.id, c.text) for c in got.candidates] == [("kb-207#2", "small damaged items are refunded"),
+                                                         ("kb-207#1", "photo of the damage first")]
+    first = load_run(_multi(), run=1, name="multi.jsonl")
+    assert first.logged.trace_id == "7d0c6f1e2a3b4c5d6e7f8091a2b3c4d5" and first.source == "multi.jsonl"
+
+
+# --- OTLP JSON and Phoenix's OTLP-shaped span pages (formats/otlp.py) ---
+
+_PX = {"span_id": "s1", "trace_id": "t1", "start_time_unix_nano": 1}
+
+
+@pytest.mark.parametrize("span, is_span", [
+    (_PX, True),
+    ({"span_id": "s1", "trace_id": "t1", "attributes": []}, True),
+    ({"span_id": "s1", "trace_id": "t1", "start_time_unix_nano": 1, "attributes": {}}, True),
+    ({"trace_id": "t1", "attributes": []}, False),          # no span id
+    ({"span_id": "s1", "attributes": []}, False),           # no trace id
+    ({"span_id": "s1", "trace_id": "t1", "attributes": {}}, False),  # neither OTLP's time nor its attribute list
+    (["span_id", "trace_id"], False),
+])
+def test_what_a_phoenix_otlp_span_is(span, is_span):
+    from ctxcore.io.formats.otlp import _is_phoenix_span
+    assert _is_phoenix_span(span) is is_span
+
+
+@pytest.mark.parametrize("data, count", [
+    ({"data": [_PX, _PX]}, 2),
+    ([{"data": [_PX]}, {"data": [_PX, _PX]}], 3),   # pages, as a paginated export saves them
+    ([{"data": [_PX]}, {"other": 1}], None),
+    ([_PX], None),
+    ([], None),
+    ({"data": []}, None),
+    ({"data": {"a": _PX}}, None),
+    ({"data": [_PX, {"span_id": "s2"}]}, None),
+])
+def test_phoenix_otlp_span_pages(data, count):
+    from ctxcore.io.formats.otlp import _phoenix_spans
+    got = _phoenix_spans(data)
+    assert (None if got is None else len(got)) == count
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("ESIzRFVmd4g=", "1122334455667788"),                                   # 8 bytes, base64: 12 characters
+    ("AAECAwQFBgcICQoLDA0ODw==", "000102030405060708090a0b0c0d0e0f"),       # 16 bytes: 24 characters
+    ("AAECAwQFBg==", "AAECAwQFBg=="),                   # 12 characters, 7 bytes: not an id's length
+    ("AAECAwQFBgcICQoLDA0ODxA=", "AAECAwQFBgcICQoLDA0ODxA="),   # 24 characters, 17 bytes
+    ("AAECAwQFBgcICQoLDA0ODw=", "AAECAwQFBgcICQoLDA0ODw="),     # 23 characters
+    ("AAECAwQFBgcICQoLDA0ODxAR=", "AAECAwQFBgcICQoLDA0ODxAR="),  # 25 characters
+    ("ESIzRFVmd4gA", "ESIzRFVmd4gA"),                   # no padding: hex ids never end in "="
+    ("/OA2Ktx8e5E=gkH1PTGVzQ2=", "/OA2Ktx8e5E=gkH1PTGVzQ2="),  # not base64 (a lenient decoder reads 8 bytes)
+    ("0af7651916cd43dd8448eb211c80319c", "0af7651916cd43dd8448eb211c80319c"),
+    (None, None),
+])
+def test_otlp_ids_as_hex(value, expected):
+    from ctxcore.io.formats.otlp import hex_id
+    assert hex_id(value) == expected
+
+
+def test_an_otlp_span_record_takes_either_spelling_and_skips_empty_values():
+    from ctxcore.io.formats.otlp import _dicts, _record
+    got = _record({"name": "retrieve", "traceId": "", "trace_id": "ESIzRFVmd4g=", "span_id": "s2",
+                   "parent_span_id": "s1", "start_time_unix_nano": "10", "endTimeUnixNano": "20"})
+    assert got == {"name": "retrieve", "context": {"trace_id": "1122334455667788", "span_id": "s2"},
+                   "parent_id": "s1", "start_time": "10", "end_time": "20", "attributes": []}
+    assert _dicts(None) == [] and _dicts([{"a": 1}, 2, "x"]) == [{"a": 1}]
+
+
+def test_an_otlp_request_with_an_empty_scope_still_reads_its_other_spans():
+    from ctxcore.io.formats.otlp import trace_ids
+    span = {"traceId": "t1", "spanId": "s1", "name": "retrieve", "startTimeUnixNano": "1", "attributes": []}
+    data = {"resourceSpans": [{"scopeSpans": None}, {"scopeSpans": [{"spans": None}, {"spans": [span]}]}]}
+    assert trace_ids(data) == ["t1"]
+
+
+def test_a_malformed_otlp_span_is_refused_naming_the_file():
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats.shapes import load_file
+    deep = {"key": "llm." + ".".join(["x"] * 300), "value": {"intValue": "1"}}
+    data = {"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "t1", "spanId": "s1", "name": "llm", "startTimeUnixNano": "1", "attributes": [deep]}]}]}]}
+    with pytest.raises(InputError) as err:
+        load_file(json.dumps(data).encode(), name="otlp.json")
+    assert err.value.source == "otlp.json"
+    assert err.value.message == "attributes nested more than 100 levels deep (each part of a dotted key is a level)"
