@@ -358,3 +358,38 @@ def test_a_malformed_otlp_span_is_refused_naming_the_file():
         load_file(json.dumps(data).encode(), name="otlp.json")
     assert err.value.source == "otlp.json"
     assert err.value.message == "attributes nested more than 100 levels deep (each part of a dotted key is a level)"
+
+
+# --- what every family shares (formats/family.py) ---
+
+def test_the_trace_shown_is_the_first_that_retrieved_else_the_first():
+    from ctxcore.io.formats.family import select_trace
+    has_docs = lambda members: "docs" in members  # noqa: E731  (None would raise: the members are always passed)
+    assert select_trace({"a": ["llm"], "b": ["docs"], "c": ["docs"]}, None, has_docs, "trace", "f.json") == "b"
+    assert select_trace({"x": [], "y": []}, None, has_docs, "trace", "f.json") == "x"
+    assert select_trace({"x": [], "y": []}, "y", has_docs, "trace", "f.json") == "y"
+
+
+def test_documents_logged_by_id_take_the_companion_text_and_no_other_does():
+    from ctxcore.io.formats.family import _fill_texts
+    docs = [{"id": "a", "content": None, "where": "w0"}, {"id": "b", "content": "  ", "where": "w1"},
+            {"id": "c", "content": "its own text", "where": "w2"}]
+    warnings: list = []
+    _fill_texts(docs, {"a": "alpha", "b": "beta", "c": "not this"}, "f.json", warnings)
+    assert [d["content"] for d in docs] == ["alpha", "beta", "its own text"]
+    assert warnings == ["the log recorded 2 documents by id only: took the text of 2 from the candidates file"]
+
+
+def test_filter_steps_are_recorded_beside_a_reranker_or_as_the_step_that_cut():
+    from ctxcore.io.formats.family import _filtered
+    from ctxcore.records import Candidate
+    docs = [{"id": "a", "content": "alpha"}, {"id": "b", "content": "beta"}, {"id": "c", "content": "gamma"}]
+    cands = tuple(Candidate(id=d["id"], text=d["content"]) for d in docs)
+    filters = [{"span": "similarity cutoff", "kept": [docs[0], docs[2]]}, {"span": "top 1", "kept": [docs[2]]}]
+    steps = [{"span": "similarity cutoff", "kept": ["a", "c"]}, {"span": "top 1", "kept": ["c"]}]
+    with_reranker = _filtered({"query": "q", "reranker": {"model": "m", "top_k": 2}}, docs, cands, filters)
+    assert with_reranker == {"query": "q", "reranker": {"model": "m", "top_k": 2, "filters": steps}}
+    alone = _filtered({"query": "q"}, docs, cands, filters)
+    assert alone == {"query": "q", "reranker": {"span": "top 1", "model": None, "top_k": None, "step": "filter",
+                                                "filters": steps},
+                     "reranked": ["c"], "reranker_cut": ["a", "b"]}
