@@ -19,6 +19,7 @@ import gc
 import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Callable, TypeVar
@@ -317,3 +318,21 @@ def collector_paused():
             _PAUSES -= 1
             if _PAUSES == 0 and _RESUME:
                 gc.enable()
+
+
+_POOLS: dict[tuple[int, str], ThreadPoolExecutor] = {}
+
+
+def pool(name: str, workers: int) -> ThreadPoolExecutor:
+    """This process's thread pool ``name``. A process forked from one that used a pool (``multiprocessing``'s
+    default on Linux, a pre-forking server) inherits the pool's records but none of its threads, and work handed
+    to it would wait forever; so each process makes its own.
+
+    >>> pool("example", 1).submit(len, "four").result()
+    4
+    """
+    key = (os.getpid(), name)
+    found = _POOLS.get(key)
+    if found is None:  # two threads may both make one: setdefault keeps the first, the other never starts a thread
+        found = _POOLS.setdefault(key, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxcore-" + name))
+    return found

@@ -9,15 +9,16 @@ so a pair whose rows differ in more bits cannot match: the filter never drops a 
 more through). The pairs that pass are counted exactly on the shingle ids, with the definition's arithmetic
 (``shared / (a + b - shared)``). The sweep is :func:`ctxcore.stages.wordsets.dense_sweep`'s: each block of
 rows against the survivors before it (kept in size order, so the length filter is one slice), then the
-rest of the block among themselves in order.
+rest of the block among themselves in order. The sets and the pair filter run on two threads (numpy lets go of
+the GIL in its loops, and the tokenizer counts on two cores too); what is found does not depend on the split.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from ..memo import pool
 from .similarity import Match
 
 FROM = 0.8  # thresholds from which the sweep is used: there two matching rows differ in at most a ninth of
@@ -29,9 +30,6 @@ _CELLS = 1 << 21     # (row, survivor, uint64 word) cells a comparison step hold
 _MIX = 0x9E3779B97F4A7C15  # multiplicative hashing of a shingle id to its bit
 _GATHER = 3          # a word compared for a pair left after the head costs about this many compared for all
 _SAMPLE = 4096       # pairs of rows the head is chosen on
-# numpy lets go of the GIL in its loops, so the pair filter's comparisons run on two cores (as the tokenizer
-# counts on two); which pairs pass does not depend on how they are split
-_SPLIT = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ctxcore-sweep")
 
 
 def _np():
@@ -174,7 +172,7 @@ def shingle_bits(texts: Sequence[str], k: int = 5) -> Optional[ShingleBits]:
         return row, packed, np.bincount(row - t0, minlength=t1 - t0)
 
     halves = [(0, n // 2), (n // 2, n)]
-    parts = list(_SPLIT.map(lambda h: sets(*h), halves))
+    parts = list(pool("sweep", 2).map(lambda h: sets(*h), halves))
     sizes = np.concatenate([size for _, _, size in parts]).astype(np.int64)
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes, out=starts[1:])
@@ -193,7 +191,7 @@ def shingle_bits(texts: Sequence[str], k: int = 5) -> Optional[ShingleBits]:
         flat[at] = True
         return np.packbits(flat.reshape(t1 - t0, width), axis=1, bitorder="little").view(np.uint64)
 
-    rows = np.concatenate(list(_SPLIT.map(bits, (0, 1))))
+    rows = np.concatenate(list(pool("sweep", 2).map(bits, (0, 1))))
     return ShingleBits(starts, np.concatenate([key for _, key, _ in parts]), sizes, rows, span)
 
 
@@ -344,7 +342,7 @@ def _among(bits, sizes, threshold: float, head: int):
         r = r + lo
         return r[c < r], c[c < r]
 
-    parts = list(_SPLIT.map(lambda b: part(*b), [(0, cut), (cut, len(sizes))]))
+    parts = list(pool("sweep", 2).map(lambda b: part(*b), [(0, cut), (cut, len(sizes))]))
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
@@ -365,7 +363,7 @@ def sweep(sb: ShingleBits, threshold: float) -> list[Match]:
     for rows in kept.blocks(_BLOCK):
         first = np.full(len(rows), n, dtype=np.int64)  # the earliest survivor matched (n: none)
         first_sim = np.zeros(len(rows))
-        for x_at, who, sim in _SPLIT.map(lambda run: _run_pairs(sb, kept, rows, run, threshold, head),
+        for x_at, who, sim in pool("sweep", 2).map(lambda run: _run_pairs(sb, kept, rows, run, threshold, head),
                                          kept.runs(rows, threshold, _SUB, _CELLS)):
             for x, y, z in zip(x_at.tolist(), who.tolist(), sim.tolist()):
                 if z >= threshold and y < first[x]:

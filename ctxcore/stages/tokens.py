@@ -15,14 +15,13 @@ import math
 import os
 import tempfile
 from bisect import bisect_left
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from itertools import accumulate
 
 from ..encodings import ENCODINGS, encoding_for_model  # noqa: F401  (re-exported: the stage's callers use them)
 from ..encodings import VOCABULARIES as _VOCABULARIES
-from ..memo import ByText, Memo, text_cache
+from ..memo import ByText, Memo, pool, text_cache
 
 APPROXIMATE = "approx_chars4"
 
@@ -204,7 +203,7 @@ class Counting:
             import numpy  # noqa: F401 - loaded here, not mid-count in the helper (a small build never loads it)
         self._slices = iter(slices)  # next() is atomic: a slice goes to one thread
         self._counts = [0] * len(self._todo)
-        self._helper = _COUNTER.submit(self._work) if self._todo else None
+        self._helper = pool("count", 1).submit(self._work) if self._todo else None
 
     def _work(self) -> None:
         todo, counts, encoding = self._todo, self._counts, self._tok._encoding
@@ -284,7 +283,6 @@ def _approximate(text: str) -> int:
 _TOKENIZERS: dict[str, Tokenizer] = {}
 _COUNTED = ByText("counted records", share=0.05)  # (candidate, count) -> the record with its count
 _TOKEN_BYTES: dict[str, dict[int, int]] = {}
-_COUNTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxcore-count")
 
 
 def _counts(encoding: str) -> ByText:
