@@ -115,16 +115,10 @@ def test_rebuilds_with_shingles_across_thresholds_give_the_cold_builds_fates():
     assert dedup._JOINS == {} and dedup._SWEPT == {}
 
 
-def test_a_forked_child_sweeps_on_threads_of_its_own():
-    """A process forked after the parent swept inherits the pool's records but none of its threads: with one
-    pool for both, the child's work would wait forever for threads that do not exist."""
+def _exits_zero(pid: int, what: str) -> None:
+    """The forked child ``pid`` ends with exit code 0 within 60 s (it is killed if not)."""
     import signal
     import time
-    texts = ["refund in five days", "Refund in  five days!", "ship it", "ship it"]
-    expected = bitsweep.sweep(bitsweep.shingle_bits(texts), 0.8)  # the parent's threads are running now
-    pid = os.fork()
-    if pid == 0:  # the child: exit 0 only when it found what the parent found
-        os._exit(0 if bitsweep.sweep(bitsweep.shingle_bits(texts), 0.8) == expected else 1)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -134,27 +128,27 @@ def test_a_forked_child_sweeps_on_threads_of_its_own():
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
-    pytest.fail("the forked child's sweep did not finish in 60 s")
+    pytest.fail(f"the forked child's {what} did not finish in 60 s")
+
+
+def test_a_forked_child_sweeps_on_threads_of_its_own():
+    """A process forked after the parent swept inherits the pool's records but none of its threads: with one
+    pool for both, the child's work would wait forever for threads that do not exist."""
+    texts = ["refund in five days", "Refund in  five days!", "ship it", "ship it"]
+    expected = bitsweep.sweep(bitsweep.shingle_bits(texts), 0.8)  # the parent's threads are running now
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only when it found what the parent found
+        os._exit(0 if bitsweep.sweep(bitsweep.shingle_bits(texts), 0.8) == expected else 1)
+    _exits_zero(pid, "sweep")
 
 
 def test_a_forked_child_counts_tokens_on_a_thread_of_its_own():
     """The same for the counting thread of every build (a build in a ``multiprocessing`` worker forked after the
     parent built hung before each process made its own pool)."""
-    import signal
-    import time
     from ctxcore import Candidate
     build([Candidate(id=str(i), text=f"text {i} about refunds " * 40) for i in range(300)], "q", Config())
     pid = os.fork()
     if pid == 0:
         trace = build([Candidate(id=str(i), text=f"other {i} on shipping " * 40) for i in range(300)], "q", Config())
         os._exit(0 if trace.candidates else 1)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            assert os.waitstatus_to_exitcode(status) == 0
-            return
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    pytest.fail("the forked child's build did not finish in 60 s")
+    _exits_zero(pid, "build")
