@@ -393,3 +393,93 @@ def test_filter_steps_are_recorded_beside_a_reranker_or_as_the_step_that_cut():
     assert alone == {"query": "q", "reranker": {"span": "top 1", "model": None, "top_k": None, "step": "filter",
                                                 "filters": steps},
                      "reranked": ["c"], "reranker_cut": ["a", "b"]}
+
+
+# --- the survivors of the first run over runs, family, shapes and otlp ---
+
+def test_run_rows_name_a_run_by_its_id_as_text_and_a_run_without_one_as_none():
+    from ctxcore.io.formats.runs import run_rows
+    rows = run_rows({None: ["llm"], 7: ["docs", "llm"]}, lambda m: "docs" in m, lambda m: "llm" in m, len,
+                    lambda m: 0.0)
+    assert [(r["id"], r["retrieval"], r["llm"], r["documents"], r["start"]) for r in rows] == [
+        (None, False, True, 1, "1970-01-01T00:00:00.000Z"), ("7", True, True, 2, "1970-01-01T00:00:00.000Z")]
+
+
+@pytest.mark.parametrize("ids, how", [
+    (["a", "b", "c", "d", "e", "f"], "; 6 of 7 documents carry only an id (a, b, c, d, e and 1 more): give their "
+     "text in a candidates file (id, text), with --candidates FILE or the app's second uploader"),
+    ([None], ""),
+])
+def test_documents_still_without_text_are_refused_naming_the_first_and_how_to_give_the_rest(ids, how):
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats.family import _fill_texts
+    docs = [{"id": i, "content": "  ", "where": f"spans[{n}]"} for n, i in enumerate(ids)]
+    docs.append({"id": "z", "content": "has text", "where": "spans[9]"})
+    with pytest.raises(InputError) as err:
+        _fill_texts(docs, None, "f.json", [])
+    assert err.value.message == ("the document has no text (document.content is empty or missing; the export may "
+                                 "hide retrieval text)" + how.replace("of 7", f"of {len(docs)}"))
+    assert (err.value.source, err.value.field) == ("f.json", "spans[0]")
+
+
+def test_a_trace_without_a_question_says_so_and_reads_with_an_empty_one():
+    from ctxcore.io.formats.shapes import load_file
+    span = {"traceId": "t1", "spanId": "s1", "name": "retrieve", "startTimeUnixNano": "1", "attributes": [
+        {"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
+        {"key": "retrieval.documents.0.document.id", "value": {"stringValue": "a"}},
+        {"key": "retrieval.documents.0.document.content", "value": {"stringValue": "alpha text"}}]}
+    got = load_file(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode(), name="q.json")
+    assert got.query == ""
+    assert "the trace holds no question: give one before building" in got.warnings
+    assert [(c.id, c.text) for c in got.candidates] == [("a", "alpha text")]
+
+
+@pytest.mark.parametrize("reader", ["family_of", "detect", "detect_any", "detect_lines", "load_trace"])
+def test_a_refusal_without_a_file_name_says_input(reader):
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats import shapes
+    data = {"id": "t1", "observations": ["o1", "o2"]}
+    with pytest.raises(InputError) as err:
+        getattr(shapes, reader)([data] if reader == "detect_lines" else data)
+    assert err.value.source == "input"
+
+
+@pytest.mark.parametrize("shape", ["snake", "old"])
+def test_otlp_in_protobufs_snake_case_and_in_the_old_instrumentation_library_shape(shape):
+    from ctxcore.io.formats.otlp import trace_ids
+    span = {"traceId": "t1", "spanId": "s1", "name": "retrieve", "startTimeUnixNano": "1", "attributes": []}
+    data = ({"resource_spans": [{"scope_spans": [{"spans": [span]}]}]} if shape == "snake"
+            else {"resourceSpans": [{"instrumentationLibrarySpans": [{"spans": [span]}]}]})
+    assert trace_ids(data) == ["t1"]
+
+
+def test_an_otlp_request_without_spans_is_not_a_trace():
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats.shapes import NOT_A_TRACE, load_file
+    with pytest.raises(InputError) as err:
+        load_file(b'{"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}', name="empty.json")
+    assert err.value.message == NOT_A_TRACE
+
+
+def _parquet(without_content=False) -> bytes:
+    import io
+    from test_import_families import _phoenix_frame
+    frame = _phoenix_frame()
+    if without_content:
+        frame["attributes.retrieval.documents"] = [
+            [{k: v for k, v in d.items() if k != "document.content"} for d in docs] if isinstance(docs, list) else docs
+            for docs in frame["attributes.retrieval.documents"]]
+    buf = io.BytesIO()
+    frame.to_parquet(buf)
+    return buf.getvalue()
+
+
+def test_a_parquet_export_takes_the_trace_asked_for_and_the_companion_texts():
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats.shapes import load_file
+    with pytest.raises(InputError) as err:
+        load_file(_parquet(), trace_id="no-such-trace", name="spans.parquet")
+    assert (err.value.source, err.value.field) == ("spans.parquet", "trace_id")
+    texts = {"kb-101": "one", "kb-102": "two", "kb-103": "three"}
+    got = load_file(_parquet(without_content=True), name="spans.parquet", texts=texts)
+    assert [(c.id, c.text) for c in got.candidates] == [("kb-101", "one"), ("kb-102", "two"), ("kb-103", "three")]
