@@ -483,3 +483,87 @@ def test_a_parquet_export_takes_the_trace_asked_for_and_the_companion_texts():
     texts = {"kb-101": "one", "kb-102": "two", "kb-103": "three"}
     got = load_file(_parquet(without_content=True), name="spans.parquet", texts=texts)
     assert [(c.id, c.text) for c in got.candidates] == [("kb-101", "one"), ("kb-102", "two"), ("kb-103", "three")]
+
+
+# --- Phoenix's parquet export (formats/parquet.py): its limits at their edges, and the values it cannot read ---
+
+def _table_bytes(columns: dict) -> bytes:
+    import io
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    buf = io.BytesIO()
+    pq.write_table(pa.table(columns), buf)
+    return buf.getvalue()
+
+
+def _spans_table(n: int) -> bytes:
+    return _table_bytes({"name": [f"s{i}" for i in range(n)], "span_kind": ["CHAIN"] * n,
+                         "context.span_id": [str(i) for i in range(n)], "context.trace_id": ["t"] * n})
+
+
+def test_a_parquet_file_of_more_spans_than_the_limit_is_refused(monkeypatch):
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats import parquet
+    monkeypatch.setattr(parquet, "MAX_SPANS", 3)
+    assert len(parquet.records(_spans_table(3), "p.parquet")[0]) == 3
+    with pytest.raises(InputError) as err:
+        parquet.records(_spans_table(4), "p.parquet")
+    assert (err.value.message, err.value.source) == ("a table of 4 rows (spans); the limit is 3", "p.parquet")
+
+
+def test_a_parquet_file_of_more_columns_than_the_limit_is_refused(monkeypatch):
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats import parquet
+    monkeypatch.setattr(parquet, "MAX_KEYS", 4)
+    assert parquet.records(_spans_table(2), "p.parquet")[1] == ["name", "span_kind", "context.span_id",
+                                                                "context.trace_id"]
+    monkeypatch.setattr(parquet, "MAX_KEYS", 3)
+    with pytest.raises(InputError) as err:
+        parquet.records(_spans_table(2), "p.parquet")
+    assert (err.value.message, err.value.field) == ("a table of 4 columns; the limit is 3", "columns")
+
+
+def test_a_parquet_file_that_would_decode_past_the_limit_is_refused_before_and_after_reading(monkeypatch):
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats import parquet
+    tail = "; the limit is 0 MB (a small compressed file can repeat one value many times)"
+    monkeypatch.setattr(parquet, "MAX_DECODED_BYTES", 0)
+    with pytest.raises(InputError) as err:
+        parquet.records(_spans_table(2), "p.parquet")
+    assert (err.value.message, err.value.source) == ("the table would decode to at least 0 MB" + tail, "p.parquet")
+    # one value repeated: stored once as a dictionary, so the metadata's bound is below what Python would hold
+    raw = _table_bytes({"name": ["x" * 5000] * 400, "span_kind": ["CHAIN"] * 400})
+    import io
+    import pyarrow.parquet as pq
+    meta = pq.ParquetFile(io.BytesIO(raw)).metadata
+    bound = parquet._stored_bound(meta, {"name", "span_kind"})
+    assert bound < 400 * 5000
+    monkeypatch.setattr(parquet, "MAX_DECODED_BYTES", bound)
+    with pytest.raises(InputError) as err:
+        parquet.records(raw, "p.parquet")
+    assert err.value.message == ("the table would decode to 2 MB; the limit is 0 MB (a small compressed file can "
+                                 "repeat one value many times)")
+
+
+def test_a_parquet_value_python_cannot_hold_is_named_by_row_and_column():
+    import pyarrow as pa
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats import parquet
+    raw = _table_bytes({"name": ["a", "b"], "span_kind": ["LLM", "LLM"], "context.span_id": ["1", "2"],
+                        "start_time": pa.array([0, 400 * 10**12], pa.timestamp("s"))})
+    with pytest.raises(InputError) as err:
+        parquet.records(raw, "p.parquet")
+    assert (err.value.row, err.value.field, err.value.source) == (2, "start_time", "p.parquet")
+    assert err.value.message.startswith("a value Python cannot read (")
+
+
+def test_a_parquet_file_without_rows_or_without_span_columns_is_refused():
+    from ctxcore.errors import InputError
+    from ctxcore.io.formats import parquet
+    with pytest.raises(InputError) as err:
+        parquet.load(_spans_table(0), "p.parquet")
+    assert err.value.message == "the parquet file holds no rows"
+    with pytest.raises(InputError) as err:
+        parquet.load(_table_bytes({"a": [1], "b": ["x"]}), "p.parquet")
+    assert err.value.message == ("a parquet table that is not a Phoenix span dataframe (no context.span_id or "
+                                 "span_kind column; columns: a, b)")
