@@ -45,6 +45,21 @@ def test_the_bit_sweep_of_some_rows_is_the_definition_on_them(texts, data):
     assert got == _definition([texts[r] for r in rows], 0.8)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(text, max_size=40), st.sampled_from([1, 3, 8, 64]))
+def test_sets_made_a_few_characters_at_a_time_are_the_definitions(texts, chunk):
+    """Texts taken in runs of any length (a text longer than a run alone; ASCII or not) give every text its own
+    distinct ids, ascending, and the definition's matches."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bitsweep, "_CHUNK", chunk)
+        sb = bitsweep.shingle_bits(texts)
+        key, holder, _ = bitsweep.shingle_keys(texts)
+        assert sb.sizes.tolist() == [len(shingles(t)) for t in texts]
+        for i in range(len(texts)):
+            assert sb.keys[sb.starts[i]:sb.starts[i] + sb.sizes[i]].tolist() == sorted(set(key[holder == i].tolist()))
+        assert bitsweep.sweep(sb, 0.8) == _definition(texts, 0.8)
+
+
 def test_short_texts_and_repeats_are_numbered_as_the_definition_numbers_them():
     texts = ["", "ab", "abcd", "abcde", "  A  b ", "abcde abcde abcde", "ab", "ab ", "Ab"]
     assert bitsweep.shingle_bits(texts).sizes.tolist() == [len(shingles(t)) for t in texts]

@@ -30,6 +30,7 @@ _CELLS = 1 << 21     # (row, survivor, uint64 word) cells a comparison step hold
 _MIX = 0x9E3779B97F4A7C15  # multiplicative hashing of a shingle id to its bit
 _GATHER = 3          # a word compared for a pair left after the head costs about this many compared for all
 _SAMPLE = 4096       # pairs of rows the head is chosen on
+_CHUNK = 1 << 15     # characters of texts whose shingle sets and bit rows are made at once
 
 
 def _np():
@@ -44,22 +45,31 @@ def _stream(texts: Sequence[str], k: int):
     np = _np()
     norms = [" ".join(t.lower().split()) for t in texts]
     lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
-    chars = np.frombuffer("".join(norms).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    present = np.bincount(chars, minlength=0x110000) > 0
+    joined = "".join(norms)
+    # one byte a character where all are ASCII (Python knows that without looking), else four
+    chars = (np.frombuffer(joined.encode("ascii"), dtype=np.uint8) if joined.isascii() else
+             np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
+    # numpy indexes with 8-byte numbers: the characters are taken a slice at a time, or every one of them would
+    # become 8 bytes of fresh memory, and a page the process touches for the first time costs more than the
+    # arithmetic on it (why the digits are the narrowest that hold the base, too)
+    slices = [slice(at, at + _CHUNK) for at in range(0, len(chars), _CHUNK)]
+    present = np.zeros(256 if chars.dtype == np.uint8 else 0x110000, dtype=bool)
+    for part in slices:
+        present[chars[part]] = True
     base = int(present.sum()) + 1
     if base ** k >= 1 << 63:
         return None
-    # the narrowest digits that hold the base: every array made here is fresh memory, and a page the process
-    # touches for the first time costs more than the arithmetic on it
-    digits = np.zeros(len(chars) + k, dtype=np.uint16 if base < 1 << 16 else np.int64)
-    np.take(np.cumsum(present).astype(digits.dtype), chars, out=digits[:len(chars)])
+    digits = np.zeros(len(chars) + k, dtype=np.uint8 if base < 1 << 8 else np.uint16 if base < 1 << 16 else np.int64)
+    digit, into = np.cumsum(present, dtype=np.int64).astype(digits.dtype), digits[:len(chars)]
+    for part in slices:
+        np.take(digit, chars[part], out=into[part])
     return digits, lengths, base
 
 
-def _keys(digits, lengths, base: int, k: int, t0: int, t1: int):
-    """(id of every shingle, how many each text holds) for texts ``t0``..``t1 - 1`` of the stream."""
+def _keys(digits, lengths, starts, base: int, k: int, t0: int, t1: int):
+    """(id of every shingle, how many each text holds) for texts ``t0``..``t1 - 1`` of the stream, text i's
+    characters from ``starts[i]``."""
     np = _np()
-    starts = np.cumsum(lengths) - lengths
     lengths, starts = lengths[t0:t1], starts[t0:t1]
     lo = int(starts[0]) if len(starts) else 0
     hi = int(starts[-1] + lengths[-1]) if len(starts) else 0
@@ -102,47 +112,42 @@ def shingle_keys(texts: Sequence[str], k: int = 5):
         return None
     np = _np()
     digits, lengths, base = made
-    key, grams = _keys(digits, lengths, base, k, 0, len(texts))
+    key, grams = _keys(digits, lengths, np.cumsum(lengths) - lengths, base, k, 0, len(texts))
     return key, np.repeat(np.arange(len(texts), dtype=np.int64), grams), base ** k
 
 
 @dataclass(frozen=True)
 class ShingleBits:
-    """Each text's distinct shingle ids, row i in ``keys[starts[i]:starts[i + 1]]`` (ascending), and its
+    """Each text's distinct shingle ids, row i in ``keys[starts[i]:starts[i] + sizes[i]]`` (ascending), and its
     shingles hashed into ``bits`` (rows x uint64 words)."""
 
-    starts: object  # int64, rows + 1
+    starts: object  # int64, one per row
     keys: object    # int64
     sizes: object   # int64, distinct shingles per row
     bits: object    # uint64, (rows, words)
     span: int       # every id is below it
 
     def subset(self, rows) -> "ShingleBits":
-        """The rows ``rows`` (ascending) alone."""
-        np = _np()
-        rows = np.asarray(rows, dtype=np.int64)
-        sizes = self.sizes[rows]
-        starts = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=starts[1:])
-        at = np.repeat(self.starts[rows] - starts[:-1], sizes) + np.arange(int(starts[-1]))
-        return ShingleBits(starts, self.keys[at], sizes, self.bits[rows], self.span)
+        """The rows ``rows`` (ascending) alone, their ids where they are: copying millions of ids cost more than
+        the sweep that reads a few of them."""
+        rows = _np().asarray(rows, dtype=_np().int64)
+        return ShingleBits(self.starts[rows], self.keys, self.sizes[rows], self.bits[rows], self.span)
 
 
-def _sort_rows(packed, grams, chunk: int = 20_000) -> None:
-    """Sort ``packed`` in place, where its values ascend by text already and text i holds ``grams[i]`` of them:
-    a run of whole texts of about ``chunk`` values at a time, which stays in cache (twice as fast as one sort
-    of millions)."""
+def _chunks(lengths, t0: int, t1: int, chars: int) -> list[tuple[int, int]]:
+    """Texts ``t0``..``t1 - 1`` in runs of whole texts of about ``chars`` characters (a longer text alone)."""
     np = _np()
-    ends = np.cumsum(grams)
-    holder = np.searchsorted(ends, np.arange(chunk, len(packed), chunk), side="right")  # text of every chunk-th
-    bounds = np.unique(ends[holder] - grams[holder]).tolist()  # ... where that text starts
-    for lo, hi in zip([0] + bounds, bounds + [len(packed)]):
-        packed[lo:hi].sort()
+    ends = np.cumsum(lengths[t0:t1])
+    cuts = np.unique(np.searchsorted(ends, np.arange(chars, int(ends[-1]) if len(ends) else 0, chars), side="right"))
+    bounds = [t0] + [t0 + int(c) for c in cuts if 0 < c < t1 - t0] + [t1]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def shingle_bits(texts: Sequence[str], k: int = 5) -> Optional[ShingleBits]:
     """The shingle sets of ``texts`` with their bit rows; None where :func:`shingle_keys` gives none, or
-    the ids and text numbers together pass 63 bits. The two halves of the texts are made on two cores.
+    the ids and text numbers together pass 63 bits. Made a run of texts at a time, small enough that its
+    arrays stay in cache and reuse the same memory (one pass over arrays of millions cost more in the kernel,
+    first touching fresh pages, than in the arithmetic); the two halves of the texts on two cores.
 
     >>> sb = shingle_bits(["Refund  days", "refund days!", "abc", ""])
     >>> sb.sizes.tolist(), sb.bits.shape
@@ -158,41 +163,44 @@ def shingle_bits(texts: Sequence[str], k: int = 5) -> Optional[ShingleBits]:
     shift = span.bit_length()  # (text, id) packed with shifts and masks: several times cheaper than divmod
     if max(n, 1) << shift >= 1 << 63:
         return None
+    starts = np.cumsum(lengths) - lengths
+    halves = [_chunks(lengths, 0, n // 2, _CHUNK), _chunks(lengths, n // 2, n, _CHUNK)]
+    sizes = np.zeros(n, dtype=np.int64)
 
-    def sets(t0: int, t1: int):
-        """(row, id, distinct shingles per text) of texts t0..t1 - 1, ascending."""
-        key, grams = _keys(digits, lengths, base, k, t0, t1)
-        packed = np.repeat(np.arange(t0, t1, dtype=np.int64) << shift, grams)
-        packed |= key
-        del key
-        _sort_rows(packed, grams)
-        packed = packed[np.concatenate([[True], packed[1:] != packed[:-1]])] if len(packed) else packed
-        row = packed >> shift
-        packed &= (1 << shift) - 1
-        return row, packed, np.bincount(row - t0, minlength=t1 - t0)
+    def sets(chunks):
+        """The distinct ids of each run's texts, ascending per text (their counts into ``sizes``)."""
+        out = []
+        for t0, t1 in chunks:
+            key, grams = _keys(digits, lengths, starts, base, k, t0, t1)
+            packed = np.repeat(np.arange(t0, t1, dtype=np.int64) << shift, grams)
+            packed |= key
+            packed.sort()
+            packed = packed[np.concatenate([[True], packed[1:] != packed[:-1]])] if len(packed) else packed
+            sizes[t0:t1] = np.bincount((packed >> shift) - t0, minlength=t1 - t0)
+            packed &= (1 << shift) - 1
+            out.append(packed)
+        return out
 
-    halves = [(0, n // 2), (n // 2, n)]
-    parts = list(pool("sweep", 2).map(lambda h: sets(*h), halves))
-    sizes = np.concatenate([size for _, _, size in parts]).astype(np.int64)
-    starts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=starts[1:])
+    keys = list(pool("sweep", 2).map(sets, halves))
+    bounds = np.cumsum(sizes) - sizes
     # about two bits per shingle of a middling row: a row half full tells sets apart
     median = int(np.median(sizes)) if n else 0
     width = min(4096, max(64, 1 << (2 * median - 1).bit_length()))
+    rows = np.empty((n, width // 64), dtype=np.uint64)
 
-    def bits(half: int):
-        (t0, t1), (at, key, _) = halves[half], parts[half]
-        hashed = key.view(np.uint64) * np.uint64(_MIX)
-        hashed >>= np.uint64(64 - (width.bit_length() - 1))
-        at -= t0  # each shingle's row becomes its bit's place in the half's rows
-        at *= width
-        at += hashed.view(np.int64)
-        flat = np.zeros((t1 - t0) * width, dtype=bool)
-        flat[at] = True
-        return np.packbits(flat.reshape(t1 - t0, width), axis=1, bitorder="little").view(np.uint64)
+    def bits(half: int) -> None:
+        for (t0, t1), key in zip(halves[half], keys[half]):
+            hashed = key.view(np.uint64) * np.uint64(_MIX)
+            hashed >>= np.uint64(64 - (width.bit_length() - 1))
+            at = np.repeat(np.arange(t1 - t0, dtype=np.int64) * width, sizes[t0:t1])  # the row's first bit
+            at += hashed.view(np.int64)
+            flat = np.zeros((t1 - t0) * width, dtype=bool)
+            flat[at] = True
+            rows[t0:t1] = np.packbits(flat.reshape(t1 - t0, width), axis=1, bitorder="little").view(np.uint64)
 
-    rows = np.concatenate(list(pool("sweep", 2).map(bits, (0, 1))))
-    return ShingleBits(starts, np.concatenate([key for _, key, _ in parts]), sizes, rows, span)
+    list(pool("sweep", 2).map(bits, (0, 1)))
+    return ShingleBits(bounds, np.concatenate(keys[0] + keys[1]) if n else np.zeros(0, dtype=np.int64),
+                       sizes, rows, span)
 
 
 class Survivors:
