@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 
 from ctxcore.errors import InputError
+from ctxcore.io.limits import MAX_FIELD_CHARS
 from ctxcore.io.formats.values import (acyclic, as_int, as_number, as_str, attribute_pairs, cycle_cuts, dig,
                                        epoch_seconds, first, iso_time, json_value, listing, outermost, snippet,
                                        squash, time_order, unflatten)
@@ -32,6 +33,8 @@ def _nested(n, leaf="x", make=lambda v: [v]):
     ({"a.c": 2, "a": {"b": 1}}, {"a": {"c": 2, "b": 1}}),
     ({"a.c.d": 2, "a": {"c": {"e": 1}}}, {"a": {"c": {"d": 2, "e": 1}}}),
     ({"a": {"c": 1}, "a.c.d": 2}, {"a": {"c": {"d": 2}}}),
+    ({"a.c.d": 2, "a": {"c": 1}}, {"a": {"c": 1}}),
+    ([("a", {"c": 1}), ("a", {"c": {"d": 2}})], {"a": {"c": {"d": 2}}}),
     ({"a": 1, "a.b": 2}, {"a": {"b": 2}}),
     ({"a.b": 2, "a": 1}, {"a": 1}),
     ({"a": []}, {"a": []}),
@@ -203,6 +206,14 @@ def test_json_values(value, literal, expected):
     assert json_value(value, literal) == expected
 
 
+def test_a_long_string_inside_a_long_text_is_read_as_its_part():
+    """The strings of a parsed value are parts of the text, whose length the caller bounded: only its depth is
+    checked, however long the text."""
+    long = "x" * (MAX_FIELD_CHARS + 1)
+    assert json_value('["' + long + '"]') == [long]
+    assert json_value('"' + '[\\"' + long + '\\"]' + '"') == [long]
+
+
 def test_squash_and_snippet():
     assert squash("  a \n\t b  ") == "a b"
     assert snippet(" x" * 50) == ("x " * 40)[:80]
@@ -255,14 +266,16 @@ def test_time_order_by_start_then_file_order_and_file_order_when_a_time_is_missi
 
 
 @pytest.mark.parametrize("items, most, text", [
-    (["a", "b"], 8, "a, b"),
-    ([str(i) for i in range(8)], 8, "0, 1, 2, 3, 4, 5, 6, 7"),
-    ([str(i) for i in range(9)], 8, "0, 1, 2, 3, 4, 5, 6, 7 and 1 more"),
+    (["a", "b"], None, "a, b"),
+    ([str(i) for i in range(8)], None, "0, 1, 2, 3, 4, 5, 6, 7"),
+    ([str(i) for i in range(9)], None, "0, 1, 2, 3, 4, 5, 6, 7 and 1 more"),
+    ([str(i) for i in range(10)], None, "0, 1, 2, 3, 4, 5, 6, 7 and 2 more"),
     (["a", "b", "c"], 2, "a, b and 1 more"),
-    ([], 8, ""),
+    (["a", "b"], 2, "a, b"),
+    ([], None, ""),
 ])
 def test_listing(items, most, text):
-    assert listing(items, most) == text
+    assert (listing(items) if most is None else listing(items, most)) == text
 
 
 def _spans(links):
