@@ -155,6 +155,8 @@ CALLS = [  # (name, prompt, answer, place)
     (CALLS[3:] + CALLS[:1], "unrelated", "retry"),
     (CALLS[:1], "The answer.", "rewrite"),
     ([], "The answer.", None),
+    ([("silent", "beta gamma zeta", None, 0), ("spoke", "beta gamma zeta", "other", 1)], "XXXX", "spoke"),
+    ([("spoke", "beta gamma zeta", "XXXX", 0), ("silent", "beta gamma zeta", None, 1)], "XXXX", "spoke"),
 ])
 def test_which_call_is_the_generation(calls, output, expected):
     docs = [{"content": "beta gamma"}, {"content": "zeta"}]
@@ -218,6 +220,7 @@ def test_system_text_and_earlier_turns(messages, system, history, unmapped):
     ([("r", {"Max_Retries": "x" * 50, "WINDOW_size": None, "MaxRetries": 3, 5: 1}, True)], None,
      ["stated limits of the r not read: Max_Retries=" + json.dumps("x" * 50)[:40] + ", WINDOW_size=null"]),
     ([("r", "not JSON", True), ("s", None, True)], None, []),
+    ([("r", "not JSON", True), ("s", {"top_k": 2}, True)], {"top_k": 2}, []),
     ([("llm", {"context_window": 4096, "max_model_len": 2048, "ls_max_tokens": 256, "similarity_cutoff": 0.25,
                "min_relevance_score": 0.1, "max_context_tokens": 1}, True)],
      {"context_window": 4096, "max_output": 256, "min_score": 0.25}, []),
