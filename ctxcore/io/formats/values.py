@@ -241,8 +241,8 @@ def _timestamp(v) -> Optional[float]:
         s = v.strip()
         if re.fullmatch(r"\d+(\.\d+)?", s):
             return float(s)
-        try:
-            dt = datetime.fromisoformat(s.replace("Z", "+00:00").replace(" ", "T", 1))
+        try:  # RFC 3339 allows a lower-case "t" and "z" (Python reads "Z" itself from 3.11)
+            dt = datetime.fromisoformat(s.upper().replace(" ", "T", 1))
         except ValueError:
             return None
         if dt.tzinfo is None:
