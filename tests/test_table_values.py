@@ -3,7 +3,8 @@ every flattened, nested or OTLP form becomes, the loose readers of numbers, stri
 parent links. Each row is an input and the exact value a reader must make of it, on both sides of every edge
 (issue #29)."""
 
-from datetime import datetime
+import time
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -179,6 +180,11 @@ def test_loose_values(value, as_text, number, integer):
 
 @pytest.mark.parametrize("value, literal, expected", [
     ('"hi"', False, "hi"),
+    ('""', False, ""),
+    ('"{\'a\': 1}"', True, {"a": 1}),
+    ('"{\'a\': 1}"', False, "{'a': 1}"),
+    ("[" * 100 + "'x'" + "]" * 100, True, _nested(100)),
+    ("[" * 101 + "'x'" + "]" * 101, True, "[" * 101 + "'x'" + "]" * 101),
     ('"\\"twice\\""', False, "twice"),
     (' "x" ', False, "x"),
     ('"{\\"a\\": 1}"', False, {"a": 1}),
@@ -240,6 +246,7 @@ def test_squash_and_snippet():
     ("2024-01-02 03:04:05 Z", 1704164645.0),
     ("2024-01-02T03:04:05+01:00", 1704161045.0),
     (datetime(2024, 1, 2, 3, 4, 5), 1704164645.0),
+    (datetime(2024, 1, 2, 4, 4, 5, tzinfo=timezone(timedelta(hours=1))), 1704164645.0),
     ("not a time", None),
     (True, None),
     (None, None),
@@ -247,6 +254,23 @@ def test_squash_and_snippet():
 ])
 def test_epoch_seconds(value, seconds):
     assert epoch_seconds(value) == seconds
+
+
+@pytest.fixture
+def kolkata(monkeypatch):
+    """The machine's own zone 5.5 hours from UTC: a logged time without a zone must still be read as UTC."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize("value", ["2024-01-02T03:04:05", "2024-01-02 03:04:05", datetime(2024, 1, 2, 3, 4, 5)])
+def test_a_time_without_a_zone_is_utc_whatever_the_machines_zone(kolkata, value):
+    assert time.strftime("%z") == "+0530"
+    assert epoch_seconds(value) == 1704164645.0
+    assert iso_time(value) == "2024-01-02T03:04:05.000Z"
 
 
 @pytest.mark.parametrize("value, text", [
