@@ -264,3 +264,26 @@ def test_mlflow_spans_that_are_not_objects_are_passed_over():
                                           _trace({"name": "c"}, request_id="r2")]})
     assert [(r["name"], r["context"]["trace_id"]) for r in records] == [("a", "r1"), ("b", "r1"), ("c", "r2")]
     assert mlflow._records({"not": "a trace"}) == []
+
+
+@pytest.mark.parametrize("attributes, model", [
+    ({"mlflow.llm.model": '"lm"', "invocation_params": '{"model": "pm", "model_name": "pmn"}'}, "lm"),
+    ({"invocation_params": '{"model": "pm", "model_name": "pmn"}', "metadata": '{"ls_model_name": "lsm"}'}, "pm"),
+    ({"invocation_params": '{"model_name": "pmn"}', "metadata": '{"ls_model_name": "lsm"}'}, "pmn"),
+    ({"metadata": '{"ls_model_name": "lsm"}', "mlflow.spanOutputs": '{"llm_output": {"model_name": "lom"}}'}, "lsm"),
+    ({"mlflow.spanOutputs": '{"llm_output": {"model_name": "lom"}, "model": "outm"}',
+      "mlflow.spanInputs": '{"model": "inm"}'}, "lom"),
+    ({"mlflow.spanOutputs": '{"model": "outm"}', "mlflow.spanInputs": '{"model": "inm"}'}, "inm"),
+    ({"mlflow.spanOutputs": '{"model": "outm"}', "mlflow.spanInputs": '{"other": 1}'}, "outm"),
+    ({"mlflow.spanOutputs": '{"model": 5}'}, None),
+])
+def test_an_mlflow_llm_spans_model_is_the_first_one_found(attributes, model):
+    record = mlflow._record({"attributes": {"mlflow.spanType": '"LLM"', **attributes}}, {})
+    assert record["attributes"].get("llm.model_name") == model
+
+
+def test_an_mlflow_rerankers_input_documents_before_its_nodes():
+    record = mlflow._record({"attributes": {
+        "mlflow.spanType": '"RERANKER"',
+        "mlflow.spanInputs": '{"documents": [{"page_content": "a"}], "nodes": [{"text": "n"}]}'}}, {})
+    assert record["attributes"]["reranker.input_documents"] == [{"document": {"content": "a"}}]
