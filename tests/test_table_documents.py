@@ -5,7 +5,7 @@ candidate, and the refusals with the file and field they name (issue #29)."""
 import pytest
 
 from ctxcore.errors import InputError
-from ctxcore.io.formats.documents import document, from_metadata, match_keys, to_candidates, unique_ids
+from ctxcore.io.formats.documents import document, from_metadata, match_keys, rank_documents, to_candidates, unique_ids
 from ctxcore.io.limits import MAX_CANDIDATES
 
 
@@ -131,3 +131,50 @@ def test_documents_are_matched_by_id_else_by_their_squashed_text():
     keys = match_keys(docs)
     assert keys[:3] == [("id", "a"), ("id", "2"), ("text", "two words")]
     assert keys[3] == ("none", id(docs[3]))
+
+
+def test_an_id_made_for_a_document_is_not_made_again():
+    assert unique_ids([{"id": None}, {"id": "doc-1"}, {"id": "doc-1"}]) == ["doc-1", "doc-1#2", "doc-1#2#2"]
+
+
+def test_the_candidate_limit_is_inclusive(monkeypatch):
+    from ctxcore.io.formats import documents
+    monkeypatch.setattr(documents, "MAX_CANDIDATES", 3)
+    one = {"content": "x", "metadata": {}, "where": "w"}
+    assert len(to_candidates([one] * 3, "run.json")) == 3
+    with pytest.raises(InputError) as e:
+        to_candidates([one] * 4, "run.json")
+    assert str(e.value) == "run.json, field 'documents': 4 documents; the limit is 3 candidates"
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"content": "bad \ud800", "id": "d"},
+     "run.json, field 'documents.1.text': contains a lone surrogate (an escaped \\ud800-\\udfff), which is not valid "
+     "Unicode"),
+    ({"content": "ok", "id": "a\nb"}, "run.json, field 'documents.1.id': contains control characters"),
+])
+def test_a_document_its_candidate_refuses_is_named_by_file_and_field(doc, message):
+    with pytest.raises(InputError) as e:
+        to_candidates([{"content": "fine", "metadata": {}, "where": "documents.0"},
+                       {**doc, "metadata": {}, "where": "documents.1"}], "run.json")
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("scores, ranked, warning", [
+    ([0.9, "0.5"], [0.9, 0.5], None),
+    ([None, None], [None, None], "documents carry no scores: ranked by retrieval order"),
+    ([0.1, 0.2, 0.3], [0.1, 0.2, 0.3], "document scores rise along the retrieval order: they may be distances (lower "
+                                       "is closer), in which case ranking by score reverses the retriever's order"),
+    ([0.1, 0.2], [0.1, 0.2], None),
+    ([0.1, 0.2, None], [0.1, 0.2, None], None),
+    ([0.1, 0.1, 0.2], [0.1, 0.1, 0.2], None),
+    ([0.3, "x", 0.1], [0.3, None, 0.1], None),
+    ([], [], None),
+])
+def test_retrieved_documents_ranked_without_a_reranker(scores, ranked, warning):
+    docs = [{"score": s, "metadata": {}, "where": f"d{i}"} for i, s in enumerate(scores)]
+    warnings = []
+    out = rank_documents(docs, [], None, warnings)
+    assert [d["rank_score"] for d in out] == ranked
+    assert [d["extra"] for d in out] == [{"retrieval_rank": i} for i in range(1, len(scores) + 1)]
+    assert warnings == ([warning] if warning else [])

@@ -287,3 +287,23 @@ def test_an_mlflow_rerankers_input_documents_before_its_nodes():
         "mlflow.spanType": '"RERANKER"',
         "mlflow.spanInputs": '{"documents": [{"page_content": "a"}], "nodes": [{"text": "n"}]}'}}, {})
     assert record["attributes"]["reranker.input_documents"] == [{"document": {"content": "a"}}]
+
+
+@pytest.mark.parametrize("extra, outputs, inputs, model", [
+    ({"invocation_params": {"model_name": "pmn", "model": "pm"}, "metadata": {"ls_model_name": "lsm"}}, None, None,
+     "pmn"),
+    ({"invocation_params": {"model": "pm"}, "metadata": {"ls_model_name": "lsm"}}, None, None, "pm"),
+    ({"metadata": {"ls_model_name": "lsm"}}, {"llm_output": {"model_name": "lom"}}, None, "lsm"),
+    ({}, {"llm_output": {"model_name": "lom"}}, {"model": "im"}, "lom"),
+    ({}, {"llm_output": {}}, {"model": "im"}, "im"),
+    ({}, None, None, None),
+])
+def test_a_langsmith_llm_runs_model_is_the_first_one_found(extra, outputs, inputs, model):
+    record = langsmith._record({"id": "r", "run_type": "llm", "extra": extra, "outputs": outputs, "inputs": inputs})
+    assert record["attributes"].get("llm.model_name") == model
+
+
+def test_langsmith_outputs_keep_their_characters_and_a_file_of_no_runs_has_no_records():
+    record = langsmith._record({"id": "r", "run_type": "chain", "outputs": {"a": "é"}})
+    assert record["attributes"]["output.value"] == '{"a": "é"}'
+    assert langsmith._records({"not": "runs"}) is None
