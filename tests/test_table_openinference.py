@@ -185,3 +185,41 @@ def test_trace_ids_in_order_of_first_appearance():
             {"context.trace_id": "b", "span_kind": "CHAIN"}, {"span_kind": "LLM"}]
     assert oi.trace_ids(data) == ["b", "a"]
     assert oi.trace_ids({"not": "spans"}) == []
+
+
+DOC = [{"content": "the refund window is 30 days"}]
+
+
+def _llm(name, start, says_doc=True, kind="LLM"):
+    text = "context: the refund window is 30 days" if says_doc else "context: nothing"
+    attrs = ({"llm": {"input_messages": [{"message": {"role": "user", "content": text}}]}} if kind == "LLM"
+             else {"input": {"value": text}})
+    return _s(kind, attrs, name=name, start=start, trace_id="other")
+
+
+@pytest.mark.parametrize("others, picked", [
+    ([_llm("far", 108), _llm("near", 104), _llm("none", 101, says_doc=False)], "near"),
+    ([_llm("far-with", 108), _llm("near-without", 101, says_doc=False)], "far-with"),
+    ([_llm("edge-low", 100 - 0.001)], "edge-low"),
+    ([_llm("just-before", 99.9985)], None),
+    ([_llm("long-before", 99.5)], None),
+    ([_llm("in-slack", 99.9995)], "in-slack"),
+    ([_llm("edge-high", 110 + 2.0)], "edge-high"),
+    ([_llm("just-after", 112.001)], None),
+    ([_llm("before-start", 100 - 0.0005), _llm("after-start", 100 + 0.0002)], "after-start"),
+    ([_llm("a", 105), _llm("b", 105)], "a"),
+    ([_llm("chain", 105, kind="CHAIN")], None),
+    ([_llm("no-time", None)], None),
+    ([_s("LLM", {}, name="no-prompt", start=105)], None),
+    ([], None),
+])
+def test_an_llm_call_recorded_apart_is_found_by_its_time_and_documents(others, picked):
+    trace = [_s("RETRIEVER", name="r", start=100, end=110, trace_id="run")]
+    got = oi._sibling_llm(trace, {"run": trace, "other": others}, "run", DOC)
+    assert (got.name if got is not None else None) == picked
+    assert oi._sibling_llm(trace, {"run": trace + others}, "run", DOC) is None  # the run's own spans are not apart
+
+
+def test_a_run_without_times_has_no_sibling_call():
+    trace = [_s("RETRIEVER", name="r")]
+    assert oi._sibling_llm(trace, {"run": trace, "other": [_llm("x", 105)]}, "run", DOC) is None
