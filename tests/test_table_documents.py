@@ -5,7 +5,9 @@ candidate, and the refusals with the file and field they name (issue #29)."""
 import pytest
 
 from ctxcore.errors import InputError
-from ctxcore.io.formats.documents import document, from_metadata, match_keys, rank_documents, to_candidates, unique_ids
+from ctxcore.io.formats import documents
+from ctxcore.io.formats.documents import (document, from_metadata, match_keys, rank_documents, to_candidates,
+                                          unique_ids)
 from ctxcore.io.limits import MAX_CANDIDATES
 
 
@@ -138,7 +140,6 @@ def test_an_id_made_for_a_document_is_not_made_again():
 
 
 def test_the_candidate_limit_is_inclusive(monkeypatch):
-    from ctxcore.io.formats import documents
     monkeypatch.setattr(documents, "MAX_CANDIDATES", 3)
     one = {"content": "x", "metadata": {}, "where": "w"}
     assert len(to_candidates([one] * 3, "run.json")) == 3
