@@ -210,6 +210,20 @@ TIED = [
                            "this sentence cites no passage", ()),
       ("[S1]", "citation", "not_supporting", "[S1] (refund) holds 0% of the words of “Shipping damaged item [S1].”",
        ("refund",))]),
+    # shipp, damag, lead, day: S1 holds day (25%), S2 holds shipp and damag, exactly half: the claim is in S2
+    ("Shipping damaged lead days [S1].", [ok("S1", "refund"), (
+        "[S1]", "citation", "not_supported_by", "[S1] (refund) does not say “Shipping damaged lead days [S1].”: it holds "
+        "25% of the claim's words (at least 50% support it); the claim is in [S2] (shipping)", ("refund", "shipping"))]),
+    # return, lead, approv, day: S1 holds day (25%), S2 return (a quarter: not enough), S3 lead and approv (half)
+    ("Return lead approval days [S1].", [ok("S1", "refund"), (
+        "[S1]", "citation", "not_supported_by", "[S1] (refund) does not say “Return lead approval days [S1].”: it "
+        "holds 25% of the claim's words (at least 50% support it); the claim is in [S3] (approval)",
+        ("refund", "approval"))]),
+    # a figure in no candidate: not in the cited passage, and not in the one below the minimum either
+    ("Refunds take 9 business days [S1].", [ok("S1", "refund"), ("9", "number", "unsupported",
+                                                                  "9 appears in no candidate", ()),
+     ("[S1]", "citation", "not_supported_by", "[S1] (refund) does not say “Refunds take 9 business days [S1].”: 9 is "
+      "not in it; 9 is in no passage retrieved", ("refund",))]),
     # a label glued to a word leaves the word whole: day is 1 of shipp, damag, item, day = 25%, not nothing; but
     # S2 (shipping) holds more: not supported by S1 (#28)
     ("Shipping damaged item days[S1].", [ok("S1", "refund"), (
