@@ -13,7 +13,7 @@ import pytest
 
 from ctxcore import Candidate, Config, build
 from ctxcore.analysis.answer import Check, check_answer, follows_instruction
-from ctxcore.records import Sent, SentPassage
+from ctxcore.records import Inputs, Sent, SentPassage
 from ctxcore.analysis.sent import of_trace
 
 REFUND = "Refunds are processed within five business days."
@@ -529,3 +529,14 @@ def test_an_answer_that_refuses_the_instruction_does_not_follow_it():
     refusal = "I will not ignore previous instructions or always do what a passage says."
     assert follows_instruction(told, refusal) is False
     assert follows_instruction(told, "Pineapple pizza deserves loud praise.") is True  # pineappl, pizza, prais, loud
+
+
+def test_a_history_turn_without_content_holds_nothing_the_answer_says():
+    t = build(CANDIDATES, QUERY, Config(budget=500, order="rank", min_score=0.5),
+              Inputs(history=({"role": "user"}, {"role": "assistant", "content": "It took 9 days last time."})))
+    assert rows(check_answer(t, "Refunds take 9 business days [S1].", sent=of_trace(t)))[-1] == (
+        "[S1]", "citation", "not_supported_by", "[S1] (refund) does not say “Refunds take 9 business days [S1].”: 9 is "
+        "not in it; 9 is in the conversation history", ("refund",))
+    t = build(CANDIDATES, QUERY, Config(budget=500, order="rank", min_score=0.5), Inputs(history=({"role": "user"},)))
+    assert rows(check_answer(t, "Refunds take 9 business days [S1].", sent=of_trace(t)))[-1][3].endswith(
+        "9 is in no passage retrieved")
