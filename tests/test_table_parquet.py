@@ -105,3 +105,55 @@ def test_a_parquet_file_without_pyarrow_says_what_to_install(monkeypatch):
     with pytest.raises(InputError) as e:
         parquet.records(b"PAR1", "p.parquet")
     assert str(e.value) == "p.parquet: this is a parquet file; reading it needs pyarrow (pip install pyarrow)"
+
+
+def _bytes(columns: dict) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(pa.table(columns), buf)
+    return buf.getvalue()
+
+
+def test_the_decoded_size_is_refused_past_the_limit_and_read_at_it(monkeypatch):
+    """A text repeated on every row is read as a dictionary and counted as Python will hold it: 400 copies of
+    5,000 characters plus a word a value (2,003,200 bytes), and "CHAIN" 400 times (5,200): 2,008,400 bytes."""
+    raw = _bytes({"name": ["x" * 5000] * 400, "span_kind": ["CHAIN"] * 400})
+    monkeypatch.setattr(parquet, "MAX_DECODED_BYTES", 2_008_400)
+    rows, _ = parquet.records(raw, "p.parquet")
+    assert len(rows) == 400
+    monkeypatch.setattr(parquet, "MAX_DECODED_BYTES", 2_008_399)
+    with pytest.raises(InputError) as e:
+        parquet.records(raw, "p.parquet")
+    assert str(e.value) == ("p.parquet: the table would decode to 2 MB; the limit is 1 MB (a small compressed file "
+                            "can repeat one value many times)")
+
+
+def test_running_out_of_memory_while_reading_is_one_line(monkeypatch):
+    def no_memory(raw, source):
+        raise MemoryError
+    monkeypatch.setattr(parquet, "_table", no_memory)  # the real thing would need the machine's memory exhausted
+    monkeypatch.setattr(parquet, "MAX_DECODED_BYTES", 3 * 2**20)
+    with pytest.raises(InputError) as e:
+        parquet.records(b"PAR1", "p.parquet")
+    assert str(e.value) == "p.parquet: not enough memory to read the table (the limit is 3 MB decoded)"
+
+
+def test_a_value_python_cannot_hold_says_why():
+    raw = _bytes({"name": ["a", "b"], "span_kind": ["LLM", "LLM"],
+                  "start_time": pa.array([0, 400 * 10**12], pa.timestamp("s"))})
+    with pytest.raises(InputError) as e:
+        parquet.records(raw, "p.parquet")
+    assert str(e.value) == ("p.parquet, row 2, field 'start_time': a value Python cannot read (Python int too large "
+                            "to convert to C int)")
+
+
+@pytest.mark.parametrize("columns", [{"span_kind": ["LLM"], "name": ["n"]}, {"context.span_id": ["s"], "name": ["n"]}])
+def test_either_span_column_makes_a_span_table(columns):
+    with pytest.raises(InputError) as e:
+        parquet.load(_bytes(columns), "p.parquet")
+    assert "not a Phoenix span dataframe" not in str(e.value)
+
+
+def test_an_empty_table_is_refused_naming_the_file():
+    with pytest.raises(InputError) as e:
+        parquet.load(_bytes({"span_kind": pa.array([], pa.string())}), "p.parquet")
+    assert str(e.value) == "p.parquet: the parquet file holds no rows"
