@@ -540,3 +540,8 @@ def test_a_history_turn_without_content_holds_nothing_the_answer_says():
     t = build(CANDIDATES, QUERY, Config(budget=500, order="rank", min_score=0.5), Inputs(history=({"role": "user"},)))
     assert rows(check_answer(t, "Refunds take 9 business days [S1].", sent=of_trace(t)))[-1][3].endswith(
         "9 is in no passage retrieved")
+
+
+def test_a_claim_not_supported_by_its_citation_is_titled_so():
+    check = Check("[S1]", "citation", "not_supported_by", "detail", ("refund",))
+    assert check.title() == "the claim citing [S1] is not supported by [S1]"

@@ -234,3 +234,10 @@ def test_each_document_family_marks_its_own_older_versions_stale():
     assert t.decision("a1") == _stale("a1", "refunds", "1", "2", "a2")
     assert t.decision("b1") == _stale("b1", "shipping", "1", "2", "b2")
     assert [d.id for d in t.kept()] == ["a2", "b2"]
+
+
+@pytest.mark.parametrize("a, b", [("", "refunds within five days"), ("refunds within five days", ""), ("", ""),
+                                  ("12 34", "refunds within five days")])
+def test_a_text_without_words_is_no_version_of_another(a, b):
+    assert filters.alike(a, b) is False
+    assert filters.alike("refunds within 5 days", "refunds within 7 days") is True

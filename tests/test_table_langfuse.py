@@ -248,3 +248,9 @@ NONE_ROW = {"name": None, "kind": None, "id": None, "parent": None, "start": Non
 ])
 def test_an_observations_row_in_the_span_panel(o, row):
     assert lf._lf_span(o) == row
+
+
+def test_trace_ids_of_a_file_of_observation_ids_are_refused_as_input():
+    with pytest.raises(InputError) as e:
+        lf.trace_ids({"id": "t", "observations": ["o1"]})
+    assert str(e.value).startswith("input, field 'observations': this Langfuse trace lists observation ids only")

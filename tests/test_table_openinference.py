@@ -223,3 +223,10 @@ def test_an_llm_call_recorded_apart_is_found_by_its_time_and_documents(others, p
 def test_a_run_without_times_has_no_sibling_call():
     trace = [_s("RETRIEVER", name="r")]
     assert oi._sibling_llm(trace, {"run": trace, "other": [_llm("x", 105)]}, "run", DOC) is None
+
+
+def test_trace_ids_of_spans_one_cannot_read_are_refused_as_input():
+    from ctxcore.errors import InputError
+    with pytest.raises(InputError) as e:
+        oi.trace_ids([{"span_kind": "LLM"}, [1]])
+    assert str(e.value) == "input, field 'spans[1]': span 2 is a list, not an object"
