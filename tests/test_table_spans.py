@@ -69,6 +69,10 @@ def test_which_columns_are_read(name, read):
     ({"attributes.openinference.span.kind": {"r": "LLM"}}, [{"attributes.openinference.span.kind": "LLM",
                                                             "context.span_id": "r"}]),
     ({"other": {"0": 1}}, None),
+    ({"context.trace_id": {"0": "t"}}, [{"context.trace_id": "t", "context.span_id": "0"}]),
+    ({"context.span_id": {"0": "s"}}, [{"context.span_id": "s"}]),
+    ({"parent_id": {"0": "p"}}, [{"parent_id": "p", "context.span_id": "0"}]),
+    ({"columns": ["span_kind"]}, None),
     ({}, None),
 ])
 def test_pandas_orients_as_records(data, records):
