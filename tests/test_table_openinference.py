@@ -5,6 +5,7 @@ logged, tools, where a run states its limits, and which retrievers sit inside wh
 
 import pytest
 
+from ctxcore.errors import InputError
 from ctxcore.io.formats import openinference as oi
 from ctxcore.io.formats.spans import Span
 
@@ -226,7 +227,6 @@ def test_a_run_without_times_has_no_sibling_call():
 
 
 def test_trace_ids_of_spans_one_cannot_read_are_refused_as_input():
-    from ctxcore.errors import InputError
     with pytest.raises(InputError) as e:
         oi.trace_ids([{"span_kind": "LLM"}, [1]])
     assert str(e.value) == "input, field 'spans[1]': span 2 is a list, not an object"
