@@ -95,6 +95,7 @@ def _lines(data, limit, chunk, monkeypatch):
     (b"ab\nabcdefg\nabcde\nxyz", 6, 4, [(1, b"ab\n", 3), (2, None, 8), (3, b"abcde\n", 6), (4, b"xyz", 3)]),
     (b"abc\nxy\n", 6, 4, [(1, b"abc\n", 4), (2, b"xy\n", 3)]),
     (b"abcd\nx", 6, 4, [(1, b"abcd\n", 5), (2, b"x", 1)]),
+    (b"abcd\nxyz\n", 6, 4, [(1, b"abcd\n", 5), (2, b"xyz\n", 4)]),  # the next full chunk starts with the newline
     (b"abcdefgh", 6, 4, [(1, None, 8)]),
     (b"abcdefgh", 7, 4, [(1, b"abcdefgh", 8)]),
     (b"abcdef\nz\n", 6, 4, [(1, b"abcdef\n", 7), (2, b"z\n", 2)]),
@@ -187,3 +188,83 @@ def test_each_kind_of_item_loads_or_says_why_not(tmp_path):
     with pytest.raises(InputError) as e:
         load_item(Item(3, "log.jsonl:2", "line", "{bad"))
     assert str(e.value).startswith("log.jsonl:2: ") and e.value.line is None
+
+
+def test_a_run_line_keeps_its_own_trailing_blanks_and_loses_only_its_line_end(tmp_path):
+    one = json.dumps(CANDS)
+    path = _write(tmp_path / "log.jsonl", one + "\n" + one + " \t\r\n" + "notjsonX\n")
+    assert [i.payload for i in _items(path)] == [one, one + " \t", "notjsonX"]
+
+
+def test_a_line_over_the_limit_is_named_with_its_size_in_megabytes(tmp_path):
+    path = tmp_path / "log.jsonl"
+    first = (json.dumps(CANDS) + "\n").encode()
+    with open(path, "wb") as fh:
+        fh.write(first)
+        fh.truncate(len(first) + 67_150_050)  # the second line: zero bytes, no newline; 67.15005 MB
+    assert [(i.kind, i.source, i.payload) for i in _items(path)] == [
+        ("line", f"{path}:1", first.decode().rstrip("\n")),
+        ("error", f"{path}:2", "the line is 67.2 MB; the limit is 64 MB a line")]
+
+
+def test_a_json_file_whose_first_line_is_broken_is_read_whole(tmp_path):
+    one = json.dumps(CANDS)
+    path = _write(tmp_path / "runs.json", "not json\n" + one + "\n" + one + "\n")
+    assert _items(path) == [Item(0, path, "bytes", open(path, "rb").read(), done_bytes=os.path.getsize(path))]
+
+
+def test_a_jsonl_whose_first_line_is_a_list_looks_on_for_its_runs(tmp_path):
+    one = json.dumps(CANDS)
+    path = _write(tmp_path / "log.jsonl", "[1]\n" + one + "\n")
+    assert [(i.kind, i.source, i.payload) for i in _items(path)] == [("line", f"{path}:1", "[1]"),
+                                                                     ("line", f"{path}:2", one)]
+
+
+def _lf_trace(tid, ts):
+    return {"id": tid, "timestamp": ts, "input": "When?", "observations": [
+        {"type": "RETRIEVER", "id": f"r-{tid}", "traceId": tid, "name": "retrieve", "input": "When?",
+         "output": [{"pageContent": f"alpha text of {tid}"}], "startTime": ts}]}
+
+
+def test_each_run_loads_under_its_own_source_and_trace(tmp_path):
+    lf = _write(tmp_path / "lf.json", json.dumps([_lf_trace("t-a", "2024-05-14T10:00:00Z"),
+                                                  _lf_trace("t-b", "2024-05-14T09:00:00Z")]))
+    one = _write(tmp_path / "one.json", json.dumps(CANDS))
+    log = _write(tmp_path / "log.jsonl", json.dumps(CANDS) + "\n" + json.dumps(CANDS["candidates"]) + "\n")
+    got = [(i.source, *load_item(i)) for i in _items(lf, one, log)]
+    assert [(source, loaded.source, run_id, when) for source, loaded, run_id, when in got] == [
+        (f"{lf}#t-a", f"{lf}#t-a", "t-a", "2024-05-14T10:00:00Z"),
+        (f"{lf}#t-b", f"{lf}#t-b", "t-b", "2024-05-14T09:00:00Z"),
+        (one, one, None, None), (f"{log}:1", f"{log}:1", None, None), (f"{log}:2", f"{log}:2", None, None)]
+    assert [[c.text for c in loaded.candidates] for _, loaded, _, _ in got[:2]] == [["alpha text of t-a"],
+                                                                                     ["alpha text of t-b"]]
+
+
+def test_a_run_that_cannot_be_loaded_is_named_by_its_own_source(tmp_path):
+    bad = {**CANDS, "candidates": [{"id": "a"}]}
+    log = _write(tmp_path / "log.jsonl", json.dumps(CANDS) + "\n" + json.dumps(bad) + "\n")
+    one = _write(tmp_path / "one.json", json.dumps(bad))
+    for item in _items(log, one)[1:]:
+        with pytest.raises(InputError) as err:
+            load_item(item)
+        assert err.value.source == item.source
+
+
+def test_a_trace_id_given_twice_leaves_each_run_its_own_source(tmp_path):
+    a, b = _lf_trace("t-a", "2024-05-14T10:00:00Z"), _lf_trace("t-b", "2024-05-14T09:00:00Z")
+    path = _write(tmp_path / "dup.json", json.dumps([a, b, a]))
+    got = _items(path)
+    assert [(i.source, load_item(i)[0].source) for i in got] == [(f"{path}#{t}", f"{path}#{t}")
+                                                                 for t in ("t-a", "t-b", "t-a")]
+
+
+@pytest.mark.parametrize("data", [[_lf_trace("t-a", "2024-05-14T10:00:00Z")], _lf_trace("t-a", "2024-05-14T10:00:00Z")])
+def test_a_langfuse_export_of_one_trace_is_one_run_at_the_traces_time(tmp_path, data):
+    path = _write(tmp_path / "lf.json", json.dumps(data))
+    assert [(i.kind, i.time) for i in _items(path)] == [("bytes", "2024-05-14T10:00:00Z")]
+
+
+def test_a_file_that_is_not_valid_json_says_where_without_naming_itself_twice(tmp_path):
+    path = _write(tmp_path / "bad.json", '{"query": 1,')
+    assert _items(path) == [Item(0, path, "error", "line 1: not valid JSON: Expecting property name enclosed in "
+                                                   "double quotes (column 13)", done_bytes=12)]
