@@ -73,7 +73,12 @@ def test_results_come_in_the_batches_order_whichever_finishes_first(tmp_path):
 
 def test_each_batch_runs_in_a_spawned_worker_that_ignores_ctrl_c(monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "_MARK", "changed in the parent")
-    got = list(engines.run(_where, [[0.2]] * 6, engine="local", workers=1))
+    # a process started in the background inherits SIGINT ignored, and so would its workers, set up or not
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        got = list(engines.run(_where, [[0.2]] * 6, engine="local", workers=1))
+    finally:
+        signal.signal(signal.SIGINT, before)
     pids = {pid for pid, _, _ in got}
     assert len(pids) == 1 and os.getpid() not in pids  # one worker, and not this process
     assert {(ignored, mark) for _, ignored, mark in got} == {(True, AS_IMPORTED)}
@@ -257,7 +262,10 @@ def _bare_cluster(tmp_path, env=None):
     return _cluster(tmp_path, workers=1, env=env)
 
 
-def test_a_cluster_without_ctxcore_is_sent_it_once_and_then_imports_it(tmp_path):
+def test_a_cluster_without_ctxcore_is_sent_it_once_and_then_imports_it(tmp_path, monkeypatch):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
     with _bare_cluster(tmp_path) as address, distributed.Client(address, timeout=30) as client:
         assert engines._importable(client) is False
         engines.ship_ctxcore(client, address)
@@ -265,6 +273,7 @@ def test_a_cluster_without_ctxcore_is_sent_it_once_and_then_imports_it(tmp_path)
         files = client.run(lambda dask_worker: sorted(os.listdir(dask_worker.local_directory)))
     name = f"ctxcore-{hashlib.sha256(engines.package_zip()).hexdigest()[:12]}.zip"
     assert [f for names in files.values() for f in names if f.endswith(".zip")] == [name]
+    assert os.listdir(here) == []  # the zip was made in a temporary folder, not where the replay runs
 
 
 def test_workers_that_cannot_import_the_upload_are_one_line(tmp_path):
