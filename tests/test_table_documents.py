@@ -179,3 +179,37 @@ def test_retrieved_documents_ranked_without_a_reranker(scores, ranked, warning):
     assert [d["rank_score"] for d in out] == ranked
     assert [d["extra"] for d in out] == [{"retrieval_rank": i} for i in range(1, len(scores) + 1)]
     assert warnings == ([warning] if warning else [])
+
+
+def _ranked(i, content, score=None, meta=None):
+    return {"id": i, "content": content, "score": score, "metadata": meta or {}, "where": f"w-{i}"}
+
+
+def test_a_rerankers_output_first_then_what_it_dropped_then_what_it_never_saw():
+    retrieved = [_ranked("a", "alpha", 0.1, {"src": "x"}), _ranked("b", "beta", 0.2),
+                 _ranked("c", "gamma", 0.3, {"src": "z"}), _ranked("d", "delta", 0.4)]
+    rer_in = [_ranked("a", "alpha", 0.1, {"src": "x"}), _ranked("b", "beta", 0.2),
+              _ranked("c", "gamma", 0.3, {"src": "z"})]
+    rer_out = [_ranked("c", None), _ranked("a", "alpha", None, {"own": "y"})]  # unscored; c by id only
+    warnings = []
+    out = rank_documents(retrieved, rer_in, rer_out, warnings)
+    assert [(d["id"], d["content"], d["metadata"], d["rank_score"], d["extra"]) for d in out] == [
+        ("c", "gamma", {"src": "z"}, None, {"reranker_rank": 1, "retrieval_rank": 3, "retrieval_score": 0.3}),
+        ("a", "alpha", {"own": "y"}, None, {"reranker_rank": 2, "retrieval_rank": 1, "retrieval_score": 0.1}),
+        ("b", "beta", {}, None, {"reranker": "not in output", "retrieval_rank": 2, "retrieval_score": 0.2}),
+        ("d", "delta", {}, None, {"reranker": "not in input", "retrieval_rank": 4})]
+    assert warnings == ["the reranker output carries no scores: ranked by reranker order",
+                        "the reranker dropped 1 of 3 documents: they follow the reranked ones, unscored (metadata "
+                        "reranker = 'not in output')"]
+
+
+def test_a_scored_reranker_over_the_retrieved_documents_counts_each_it_dropped():
+    retrieved = [_ranked("a", "alpha", 0.1), _ranked("b", "beta", 0.2), _ranked("c", "gamma", 0.3)]
+    warnings = []
+    out = rank_documents(retrieved, [], [_ranked("b", "beta", 0.9)], warnings)
+    assert [(d["id"], d["rank_score"], d["extra"]) for d in out] == [
+        ("b", 0.9, {"reranker_rank": 1, "retrieval_rank": 2, "retrieval_score": 0.2}),
+        ("a", None, {"reranker": "not in output", "retrieval_rank": 1, "retrieval_score": 0.1}),
+        ("c", None, {"reranker": "not in output", "retrieval_rank": 3, "retrieval_score": 0.3})]
+    assert warnings == ["the reranker dropped 2 of 3 documents: they follow the reranked ones, unscored (metadata "
+                        "reranker = 'not in output')"]
