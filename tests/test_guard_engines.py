@@ -175,6 +175,7 @@ def test_the_same_batch_twice_runs_twice(cluster):
     assert first != second  # Dask would hand a pure task's result to its twin without running it
 
 
+@pytest.mark.timeout(60)  # the timeout not handed on, this waits for a worker forever
 def test_a_scheduler_no_worker_joins_is_named_within_the_connect_timeout():
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as empty:
         with pytest.raises(InputError) as err:
