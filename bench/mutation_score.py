@@ -97,9 +97,14 @@ def save(folder: str, record: str = RECORD) -> int:
 
 def restore(folder: str, record: str = RECORD) -> int:
     """Write mutmut's meta files under ``folder`` from the record: ``mutmut run`` then keeps every result whose
-    function is unchanged and checks the rest."""
+    function is unchanged and checks the rest. A test map left in ``folder`` (``mutmut-stats.json``) is removed:
+    mutmut 3.8 compares the ``[tool.mutmut]`` test selection it was made under with the current one and, when they
+    differ, resets every result, the restored ones included; without it mutmut maps the tests afresh and keeps them."""
     with open(record, encoding="utf-8") as fh:
         kept = json.load(fh)
+    stale_map = os.path.join(folder, "mutmut-stats.json")
+    if os.path.exists(stale_map):
+        os.remove(stale_map)
     for path, m in kept.items():
         meta = os.path.join(folder, *path.split("/")) + ".meta"
         os.makedirs(os.path.dirname(meta), exist_ok=True)
