@@ -260,15 +260,11 @@ def test_the_package_zip_is_every_python_file_byte_for_byte_and_the_same_each_ti
 
 # --- a cluster started elsewhere, without ctxcore: shipped to it (a scheduler and a worker process, bare) --------
 
-def _bare_cluster(tmp_path, env=None):
-    return _cluster(tmp_path, workers=1, env=env)
-
-
 def test_a_cluster_without_ctxcore_is_sent_it_once_and_then_imports_it(tmp_path, monkeypatch):
     here = tmp_path / "here"
     here.mkdir()
     monkeypatch.chdir(here)
-    with _bare_cluster(tmp_path) as address, distributed.Client(address, timeout=30) as client:
+    with _cluster(tmp_path, workers=1) as address, distributed.Client(address, timeout=30) as client:
         assert engines._importable(client) is False
         engines.ship_ctxcore(client, address)
         assert engines._importable(client) is True
@@ -283,7 +279,7 @@ def test_workers_that_cannot_import_the_upload_are_one_line(tmp_path):
     site.mkdir()
     (site / "sitecustomize.py").write_text("import sys, zipimport\nsys.path_hooks[:] = [h for h in sys.path_hooks "
                                            "if h is not zipimport.zipimporter]\n", encoding="utf-8")
-    with _bare_cluster(tmp_path, {"PYTHONPATH": str(site)}) as address, \
+    with _cluster(tmp_path, workers=1, env={"PYTHONPATH": str(site)}) as address, \
             distributed.Client(address, timeout=30) as client:
         with pytest.raises(InputError) as err:
             engines.ship_ctxcore(client, address)
