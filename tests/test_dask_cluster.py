@@ -27,7 +27,10 @@ pytestmark = pytest.mark.slow
 
 def _bare_env() -> dict:
     """The environment of a machine without ctxcore: no PYTHONPATH pointing at this checkout."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if env.get("MUTANT_UNDER_TEST") == "stats":  # mutmut's coverage run: its hit log is the test process's, and a
+        env["MUTANT_UNDER_TEST"] = ""  # worker elsewhere, without mutmut's settings, fails to write one
+    return env
 
 
 def _start(args: list[str], cwd: Path, log: Path, env: Optional[dict] = None) -> subprocess.Popen:
