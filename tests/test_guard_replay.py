@@ -391,16 +391,30 @@ def test_a_trace_wrapped_with_its_observations_beside_a_plain_one(tmp_path):
                               ("family", "wrapped.json#t-b", "t-b", "2024-05-14T09:00:00.000Z", ["t-b"])]
 
 
-def test_a_trace_id_given_twice_hands_each_run_the_whole_file_to_pick_from(tmp_path):
+def test_a_trace_id_given_twice_is_two_runs_named_by_their_place_each_picked_from_the_whole_file_at_its_time(tmp_path):
     a, b = _langfuse("t-a", "2024-05-14T10:00:00.000Z"), _langfuse("t-b", "2024-05-14T09:00:00.000Z")
     path = tmp_path / "dup.json"
     path.write_text(json.dumps([a, b, a]))
     got = list(items([str(path)]))
-    assert [(i.run_id, sorted(i.payload[1])) for i in got] == [("t-a", ["trace_id", "whole"]),
-                                                              ("t-b", ["trace_id", "whole"]),
-                                                              ("t-a", ["trace_id", "whole"])]
-    assert [i.payload[1]["trace_id"] for i in got] == ["t-a", "t-b", "t-a"] and got[1].payload[1]["whole"] == [a, b, a]
-    assert [load_item(i)[0].logged.trace_id for i in got] == ["t-a", "t-b", "t-a"]
+    assert [(i.run_id, i.time) for i in got] == [("t-a#1", "2024-05-14T10:00:00.000Z"),
+                                                 ("t-b", "2024-05-14T09:00:00.000Z"),
+                                                 ("t-a#3", "2024-05-14T10:00:00.000Z")]
+    assert [i.payload[1]["trace_id"] for i in (got[0], got[2])] == ["t-a#1", "t-a#3"]
+    assert got[0].payload[1]["whole"] == got[2].payload[1]["whole"] == [a, b, a] and got[1].payload[1] == [b]
+    assert [load_item(i)[0].logged.trace_id for i in got] == ["t-a#1", "t-b", "t-a#3"]
+
+
+def test_a_trace_without_an_id_among_others_is_replayed_as_its_own_run_named_by_its_place(tmp_path):
+    a, b = _langfuse("t-a", "2024-05-14T10:00:00.000Z"), _langfuse("t-b", "2024-05-14T09:00:00.000Z")
+    del b["id"]
+    for o in b["observations"]:
+        del o["traceId"]
+    path = tmp_path / "lost.json"
+    path.write_text(json.dumps({"data": [a, b]}))
+    got = list(items([str(path)]))
+    assert [(i.run_id, i.source.rsplit("/", 1)[-1], i.time) for i in got] == [
+        ("t-a", "lost.json#t-a", "2024-05-14T10:00:00.000Z"), ("#2", "lost.json##2", "2024-05-14T09:00:00.000Z")]
+    assert [load_item(i)[0].logged.trace_id for i in got] == ["t-a", "#2"]
 
 
 def test_a_jsonl_logs_lines_each_a_run_or_named_with_the_bytes_read_so_far(tmp_path):

@@ -108,7 +108,10 @@ def test_a_trace_of_observation_ids_is_refused_naming_the_field():
 
 def test_trace_ids_in_file_order():
     assert lf.trace_ids({"data": [{"id": "t1", "observations": [O1]}, {"observations": [O1]},
-                                  {"id": 7, "observations": [O1]}]}) == ["t1", "7"]
+                                  {"id": 7, "observations": [O1]}]}) == ["t1", "#2", "7"]
+    assert lf.trace_ids({"data": [{"id": "t1", "observations": [O1]}, {"id": "t1", "observations": [O1]}]}) == [
+        "t1#1", "t1#2"]
+    assert lf.trace_ids({"observations": [O1]}) == []
     assert lf.trace_ids("x") == []
 
 

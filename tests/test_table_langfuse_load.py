@@ -61,19 +61,20 @@ def test_the_observation_limit_counts_every_trace(count, refused):
         assert load(*traces).logged.runs == (run("a"), run("b", documents=0, start="2024-05-01T10:00:00.000Z"))
 
 
-@pytest.mark.parametrize("ids, traces, runs, held", [
-    (["t"], ("t",), ["t"], None),
-    ([None], (), [None], None),
-    (["a", None], ("a",), ["a", None], "file holds 2 traces; showing a"),
-    ([None, None], ("#1", "#2"), ["#1", "#2"], "file holds 2 traces; showing #1"),
-    (["a", None, None], ("a", "#2", "#3"), ["a", "#2", "#3"], "file holds 3 traces; showing a"),
-    (["a", "b"], ("a", "b"), ["a", "b"], "file holds 2 traces; showing a"),
+@pytest.mark.parametrize("ids, traces, runs, shown, held", [
+    (["t"], ("t",), ["t"], "t", None),
+    ([None], (), [None], None, None),  # the file's only trace needs no name
+    (["a", None], ("a", "#2"), ["a", "#2"], "a", "file holds 2 traces; showing a"),
+    ([None, None], ("#1", "#2"), ["#1", "#2"], "#1", "file holds 2 traces; showing #1"),
+    (["a", None, None], ("a", "#2", "#3"), ["a", "#2", "#3"], "a", "file holds 3 traces; showing a"),
+    (["a", "b"], ("a", "b"), ["a", "b"], "a", "file holds 2 traces; showing a"),
+    (["a", "b", "a"], ("a#1", "b", "a#3"), ["a#1", "b", "a#3"], "a#1", "file holds 3 traces; showing a#1"),
 ])
-def test_traces_keyed_by_id_or_by_position_when_ids_are_missing(ids, traces, runs, held):
+def test_traces_keyed_by_id_or_by_position_when_ids_are_missing_or_repeat(ids, traces, runs, shown, held):
     got = load(*[T(i, ret()) for i in ids])
     assert got.logged.traces == traces
     assert [r["id"] for r in got.logged.runs] == runs
-    assert got.logged.trace_id == ids[0]
+    assert got.logged.trace_id == shown
     assert got.warnings == (*([held] if held else []), not_mapped(NO_GEN))
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from ctxcore.errors import InputError
 from ctxcore.io.formats import langfuse as lf
+from ctxcore.io.formats.shapes import NOT_A_TRACE, load_file
 from ctxcore.io.limits import MAX_SPANS
 
 
@@ -46,11 +47,13 @@ def test_observations_up_to_the_limit_are_read_and_one_more_is_refused_naming_th
 
 @pytest.mark.parametrize("ids, traces", [
     (("t-a", "t-b"), ("t-a", "t-b")),
-    (("t-a", None), ("t-a",)),  # ids are unique: the trace without one is not named
+    (("t-a", None), ("t-a", "#2")),  # the trace without an id by its place
+    (("t-a", "t-a"), ("t-a#1", "t-a#2")),  # a repeated id with each one's place: neither lost nor merged
+    ((None,), ()),  # the file's only trace needs no name
     ((None, None), ("#1", "#2")),  # two without: each by its place, from 1
     ((None, "t-b", None), ("#1", "t-b", "#3")),
 ])
-def test_traces_without_ids_are_named_by_their_place_only_when_ids_repeat(ids, traces):
+def test_traces_without_ids_or_with_repeated_ids_are_named_by_their_place(ids, traces):
     got = _load(*[(tid, [_ret(f"r{i}", f"text {i}")]) for i, tid in enumerate(ids)])
     assert got.logged.traces == traces
 
@@ -115,6 +118,23 @@ def test_trace_ids_refuse_a_file_of_observation_ids_as_input():
     with pytest.raises(InputError) as err:
         lf.trace_ids({"id": "t", "observations": ["o1", "o2"]})
     assert (err.value.source, err.value.field) == ("input", "observations")
+
+
+@pytest.mark.parametrize("data", [
+    {"id": "t", "observations": ["o1", "o2"]},
+    {"data": [{"id": "t", "observations": ["o1", "o2"]}]},  # inside the API's {"data": [...]} page: the file still named
+])
+def test_a_file_of_observation_ids_is_refused_naming_the_file_and_the_field(data):
+    with pytest.raises(InputError) as err:
+        lf._langfuse_traces(data, "page.json")
+    assert (err.value.source, err.value.field) == ("page.json", "observations")
+
+
+@pytest.mark.parametrize("raw", [b"5", b"true", b'"abc"', b"{}", b"[]"])
+def test_a_file_of_one_json_value_that_is_not_a_trace_is_refused_as_not_a_logged_trace(raw):
+    with pytest.raises(InputError) as err:
+        load_file(raw, name="x.json")
+    assert (err.value.source, err.value.message) == ("x.json", NOT_A_TRACE)
 
 
 def _one(obs, trace=None):

@@ -255,7 +255,7 @@ def test_a_trace_id_given_twice_leaves_each_run_its_own_source(tmp_path):
     path = _write(tmp_path / "dup.json", json.dumps([a, b, a]))
     got = _items(path)
     assert [(i.source, load_item(i)[0].source) for i in got] == [(f"{path}#{t}", f"{path}#{t}")
-                                                                 for t in ("t-a", "t-b", "t-a")]
+                                                                 for t in ("t-a#1", "t-b", "t-a#3")]
 
 
 @pytest.mark.parametrize("data", [[_lf_trace("t-a", "2024-05-14T10:00:00Z")], _lf_trace("t-a", "2024-05-14T10:00:00Z")])

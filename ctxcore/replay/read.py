@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 from ..errors import InputError
 from ..io.formats import FAMILIES, family_of
-from ..io.formats.langfuse import LANGFUSE
+from ..io.formats.langfuse import LANGFUSE, trace_keys
 from ..io.formats.openinference import OPENINFERENCE, run_groups
 from ..io.formats.spans import parse_spans, span_records
 from ..io.limits import MAX_BYTES
@@ -257,8 +257,7 @@ def _whole(path: str):
             runs, when = _span_runs(data, path)
         else:
             ids = family.traces(data) if family is not None else []
-            runs = [(tid, records, run_time(family.name, records))
-                    for tid, records in _split(family.name, data, ids, path)] if len(ids) >= 2 else []
+            runs = _split(family.name, data, ids, path) if len(ids) >= 2 else []
             when = None if runs else run_time(family.name if family else None, data)
     except InputError as err:
         yield "error", path, why(err, path), None, None, size
@@ -295,26 +294,30 @@ def _stored(source: str):
         yield "bytes", name, raw, tid, run_time(family.name if family else None, data), at
 
 
-def _split(name: str, data, ids: list[str], source: str) -> list[tuple[str, Any]]:
-    """The records of each run: Langfuse traces one by one or their observations by ``traceId``; any other
-    shape (span exports have :func:`_span_runs`) is handed whole with the run's id to pick."""
+def _split(name: str, data, ids: list[str], source: str) -> list[tuple[str, Any, Optional[str]]]:
+    """(run id, records, time) of each run: Langfuse traces one by one, or their observations by ``traceId``,
+    named as the loader names them (:func:`ctxcore.io.formats.langfuse.trace_keys`); a trace known by its place
+    only (no id, or one another trace shares) is handed the whole file with its name to pick, at its own time.
+    Any other shape (span exports have :func:`_span_runs`) is handed whole with the run's id to pick."""
     if name == LANGFUSE:
         rows = data["data"] if isinstance(data, dict) and isinstance(data.get("data"), list) else data
         if isinstance(rows, list):
-            groups = {}
-            for row in rows:
+            units: dict = {}  # a trace row is a trace of its own; observation rows gather under their traceId
+            for place, row in enumerate(rows):
                 if not isinstance(row, dict):
                     continue
                 if isinstance(row.get("observations"), list):
                     head = row["trace"] if isinstance(row.get("trace"), dict) else row
-                    tid = head.get("id")
+                    units[("row", place)] = (head.get("id"), [row])
                 else:
                     tid = row.get("traceId")
-                groups.setdefault(None if tid is None else str(tid), []).append(row)
-            if all(tid in groups for tid in ids) and all(len(g) == 1 or not isinstance(g[0].get("observations"), list)
-                                                         for g in groups.values()):
-                return [(tid, groups[tid]) for tid in ids]
-    return [(tid, {"whole": data, "trace_id": tid}) for tid in ids]
+                    units.setdefault(("obs", None if tid is None else str(tid)), (tid, []))[1].append(row)
+            found = [(None if tid is None else str(tid), records) for tid, records in units.values()]
+            keys = trace_keys([tid for tid, _ in found])
+            if keys == ids:
+                return [(key, records if key == tid else {"whole": data, "trace_id": key}, run_time(name, records))
+                        for key, (tid, records) in zip(keys, found)]
+    return [(tid, {"whole": data, "trace_id": tid}, None) for tid in ids]
 
 
 def run_time(family: Optional[str], data) -> Optional[str]:

@@ -4,6 +4,7 @@ traces) mapped to ctxcore input: retriever outputs, the question and the GENERAT
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
@@ -171,13 +172,27 @@ def _lf_tokens(o: dict) -> Optional[int]:
                  as_int(o.get("promptTokens")), as_int(o.get("inputUsage")))
 
 
+def trace_keys(ids: list[Optional[str]]) -> list[Optional[str]]:
+    """Each trace's name in the file, from the traces' ids in file order: its id; with its place after it where
+    another trace has the same id; its place alone without one, unless it is the file's only trace (one needs
+    no name). No trace is lost or merged with another.
+
+    >>> trace_keys(["t-a", None, "t-b", "t-a"])
+    ['t-a#1', '#2', 't-b', 't-a#4']
+    >>> trace_keys([None])
+    [None]
+    """
+    if len(ids) == 1:
+        return list(ids)
+    counts = Counter(ids)
+    return [tid if tid is not None and counts[tid] == 1 else f"{tid or ''}#{i + 1}" for i, tid in enumerate(ids)]
+
+
 def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
     count = sum(len(t.observations) for t in traces)
     if count > MAX_SPANS:
         raise InputError(f"{count} observations; the limit is {MAX_SPANS}", source=source, field="observations")
-    groups = {t.id: t for t in traces}
-    if len(groups) < len(traces):  # repeated or missing ids: key by position instead
-        groups = {t.id if t.id is not None else f"#{i + 1}": t for i, t in enumerate(traces)}
+    groups = dict(zip(trace_keys([t.id for t in traces]), traces))
     has_docs = lambda t: any(_lf_is_retriever(o) for o in t.observations)  # noqa: E731
     has_llm = lambda t: any(str(o.get("type", "")).upper() == "GENERATION" for o in t.observations)  # noqa: E731
     if trace_id is not None:
@@ -274,7 +289,7 @@ def _load(traces: list[_LfTrace], source: str, trace_id: Optional[str], texts: O
                             *((f"{_lf_name(o)} metadata", o.get("metadata"), True) for o in obs)], unmapped)
     docs = rank_documents(retrieved, [], None, warnings)
     logged = {"prompt_text": prompt_text, "prompt_tokens": prompt_tokens, "answer": answer, "model": model,
-              "trace_id": lf.id, "traces": [t for t in groups if t is not None], "unmapped": unmapped,
+              "trace_id": chosen, "traces": [t for t in groups if t is not None], "unmapped": unmapped,
               "query_from": query_source, "llm_span": gen.get("name") if gen else None,
               "retriever_spans": [o.get("name") for o in with_docs], "reranker": None,
               "runs": run_rows(groups, has_docs, has_llm,
@@ -299,8 +314,8 @@ def _lf_span(o: dict) -> dict:
 
 
 def trace_ids(data) -> list[str]:
-    """The trace ids of a Langfuse export, in file order."""
-    return [t.id for t in _langfuse_traces(data, "input") or () if t.id is not None]
+    """The trace ids of a Langfuse export, in file order (by place where an id is missing or repeats)."""
+    return [t for t in trace_keys([t.id for t in _langfuse_traces(data, "input") or []]) if t is not None]
 
 
 def _read(data, source: str, trace_id: Optional[str], texts: Optional[dict] = None) -> Loaded:
