@@ -257,7 +257,7 @@ def _whole(path: str):
             runs, when = _span_runs(data, path)
         else:
             ids = family.traces(data) if family is not None else []
-            runs = _split(family.name, data, ids, path) if len(ids) >= 2 else []
+            runs = _split(family.name, data, ids) if len(ids) >= 2 else []
             when = None if runs else run_time(family.name if family else None, data)
     except InputError as err:
         yield "error", path, why(err, path), None, None, size
@@ -294,7 +294,7 @@ def _stored(source: str):
         yield "bytes", name, raw, tid, run_time(family.name if family else None, data), at
 
 
-def _split(name: str, data, ids: list[str], source: str) -> list[tuple[str, Any, Optional[str]]]:
+def _split(name: str, data, ids: list[str]) -> list[tuple[str, Any, Optional[str]]]:
     """(run id, records, time) of each run: Langfuse traces one by one, or their observations by ``traceId``,
     named as the loader names them (:func:`ctxcore.io.formats.langfuse.trace_keys`); a trace known by its place
     only (no id, or one another trace shares) is handed the whole file with its name to pick, at its own time.
