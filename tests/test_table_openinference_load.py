@@ -561,3 +561,85 @@ def test_trace_ids_group_by_time_when_the_links_are_lost():
     with pytest.raises(InputError) as e:
         oi.trace_ids([{"span_kind": "LLM"}, 5])
     assert (e.value.source, e.value.field) == ("input", "spans[1]")
+
+
+# Rows written against the survivors of the whole-load run (issue #29).
+
+@pytest.mark.parametrize("specs, field", [
+    ((sp("search", "RETRIEVER", {"retrieval.documents": [5]}), llm()), "search.retrieval.documents[0]"),
+    ((ret("outer", id="o"), sp("inner", "RETRIEVER", {"retrieval.documents": [5]}, id="i", parent="o"), llm()),
+     "inner.retrieval.documents[0]"),  # a span nested in another is read with the file's name too
+])
+def test_a_document_that_is_not_an_object_is_refused_naming_the_file_and_the_span(specs, field):
+    with pytest.raises(InputError) as e:
+        load(*specs)
+    assert (e.value.message, e.value.source, e.value.field) == ("a document must be an object, found int", "oi.json",
+                                                               field)
+
+
+def test_a_table_export_over_the_column_limit_is_refused_naming_the_file():
+    with pytest.raises(InputError) as e:
+        oi._read({"columns": [f"c{i}" for i in range(10_001)], "data": []}, "big.json", None)
+    assert (e.value.message, e.value.source, e.value.field) == ("a table of 10001 columns; the limit is 10000",
+                                                               "big.json", "columns")
+
+
+def test_a_span_repeating_every_document_read_is_a_filter_step_and_a_later_retriever_is_still_read():
+    got = load(ret("first", items=(A, B), start=T0), ret("again", kind="CHAIN", items=(A, B), start=T0 + 1),
+               ret("third", items=(C,), start=T0 + 2), llm(start=T0 + 3))
+    assert [c.id for c in got.candidates] == ["d1", "d2", "d3"]
+    assert got.logged.reranker["filters"] == [{"span": "again", "kept": ["d1", "d2"]}]
+    assert got.warnings == (COMBINED,)
+
+
+def test_filter_steps_of_a_nested_retriever_come_after_those_read_before_it():
+    x = ("xi", "d9", 0.5)
+    got = load(ret("first", items=(A, B, C), start=T0, id="f"), ret("narrow", kind="CHAIN", items=(A, B), start=T0 + 1),
+               ret("outer", items=(x,), start=T0 + 2, id="x"), ret("mid", items=(x, A), start=T0 + 3, id="m", parent="x"),
+               ret("deep", items=(x, A, B), start=T0 + 4, id="d", parent="m"), llm(start=T0 + 5))
+    assert got.logged.reranker["filters"] == [{"span": "narrow", "kept": ["d1", "d2"]},
+                                              {"span": "mid", "kept": ["d9", "d1"]}, {"span": "outer", "kept": ["d9"]}]
+    assert [c.id for c in got.candidates] == ["d1", "d2", "d3", "d9", "d1#2", "d2#2"]
+
+
+def _sent(attrs):
+    logged = load(ret(), sp("gen", "LLM", attrs)).logged
+    return logged.prompt_text, logged.answer
+
+
+@pytest.mark.parametrize("attrs, prompt, answer", [
+    # a message that is not an object is passed over, not the end of the list
+    ({"llm.input_messages": ["stray", {"message": {"role": "user", "content": "alpha beta"}}], "output.value": "ok"},
+     "user: alpha beta", "ok"),
+    # llm.prompts that is not a list is not the prompt: input.value is
+    ({"llm.prompts": "stray text", "input.value": "the prompt alpha", "output.value": "ok"}, "the prompt alpha", "ok"),
+    # messages in a JSON input.value keep their roles; one without content is an empty turn
+    ({"input.value": '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user"}, '
+                     '{"role": "user", "content": "alpha beta"}]}', "output.value": "ok"},
+     "system: Be brief.\n\nuser: \n\nuser: alpha beta", "ok"),
+    # output messages: a message given as text, a message without the "message" wrapper, LlamaIndex blocks
+    ({"llm.input_messages.0.message.content": "alpha", "llm.output_messages": [{"message": "In May."}]},
+     "user: alpha", "In May."),
+    ({"llm.input_messages.0.message.content": "alpha", "llm.output_messages": [{"role": "assistant", "content": "In May."}]},
+     "user: alpha", "In May."),
+    ({"llm.input_messages.0.message.content": "alpha", "llm.output_messages": [
+        {"message": {"role": "assistant", "blocks": [{"block_type": "text", "text": "In May."}, {"block_type": "image"}]}}]},
+     "user: alpha", "In May."),
+    ({"llm.input_messages.0.message.content": "alpha",  # a ChatMessage in output.value, its content written as null
+      "output.value": '{"role": "assistant", "content": null, "blocks": [{"block_type": "text", "text": "In May."}]}'},
+     "user: alpha", "In May."),
+    # an output.value list of LangChain messages: the last said by the "ai"
+    ({"llm.input_messages.0.message.content": "alpha",
+      "output.value": '[{"role": "human", "content": "When?"}, {"role": "ai", "content": "In May."}]'},
+     "user: alpha", "In May."),
+])
+def test_the_prompt_and_answer_of_an_llm_span_in_each_shape_it_is_logged(attrs, prompt, answer):
+    assert _sent(attrs) == (prompt, answer)
+
+
+def test_retrievers_whose_parents_form_a_cycle_are_cut_at_one_and_read_from_the_other_nested_in_it():
+    got = load(ret("a", items=(A, B), id="a", parent="b", start=T0), ret("b", items=(A,), id="b", parent="a", start=T0 + 1),
+               llm(start=T0 + 2))
+    assert [c.id for c in got.candidates] == ["d1", "d2"]
+    assert got.warnings == ("the RETRIEVER 'b' span: its parent a closes a cycle of parents; read as a root",)
+    assert got.logged.reranker["filters"] == [{"span": "b", "kept": ["d1"]}]
