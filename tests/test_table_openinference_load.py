@@ -643,3 +643,35 @@ def test_retrievers_whose_parents_form_a_cycle_are_cut_at_one_and_read_from_the_
     assert [c.id for c in got.candidates] == ["d1", "d2"]
     assert got.warnings == ("the RETRIEVER 'b' span: its parent a closes a cycle of parents; read as a root",)
     assert got.logged.reranker["filters"] == [{"span": "b", "kept": ["d1"]}]
+
+
+def test_without_a_retriever_the_refusal_lists_the_span_kinds_of_every_trace():
+    assert refused(sp("prep", "CHAIN", trace="t"), sp("gen", "LLM", trace="u")) == (
+        "oi.json: no RETRIEVER or RERANKER span with documents; found span kinds: CHAIN, LLM (without a retriever "
+        "step there are no candidates to replay)")
+
+
+@pytest.mark.parametrize("attrs, field", [
+    ({"reranker.input_documents": [5]}, "rr.reranker.input_documents[0]"),
+    ({**docs(A, at="reranker.input_documents"), "reranker.output_documents": [5]}, "rr.reranker.output_documents[0]"),
+])
+def test_a_reranker_document_that_is_not_an_object_is_refused_naming_the_file_and_the_field(attrs, field):
+    with pytest.raises(InputError) as e:
+        load(ret(), sp("rr", "RERANKER", attrs), llm())
+    assert (e.value.message, e.value.source, e.value.field) == ("a document must be an object, found int", "oi.json",
+                                                               field)
+
+
+def test_a_reranker_query_logged_as_a_query_bundle_is_the_question():
+    got = load(ret(q=None), sp("rr", "RERANKER", {**docs(A, B, at="reranker.input_documents"),
+                                                  **docs(B, at="reranker.output_documents"),
+                                                  "reranker.query": {"query_str": "When?"}}), llm())
+    assert (got.query, got.logged.query_from) == ("When?", "rr: reranker.query")
+
+
+def test_an_llm_call_whose_prompt_is_its_input_text_is_the_runs_own_not_one_recorded_apart():
+    got = load(ret(trace="t", start=T0), sp("gen", "LLM", {"input.value": "alpha beta sent", "output.value": "Mine."},
+                                            trace="t", start=T0 + 1),
+               llm("other", says="alpha beta", answer="Theirs.", trace="u", start=T0 + 1))
+    assert (got.logged.prompt_text, got.logged.answer, got.warnings) == ("alpha beta sent", "Mine.",
+                                                                         ("file holds 2 traces; showing t",))
