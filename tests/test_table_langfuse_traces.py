@@ -197,3 +197,70 @@ def test_a_trace_without_readable_documents_is_refused_naming_the_field(obs, mes
     with pytest.raises(InputError) as err:
         _one(obs)
     assert (err.value.message, err.value.field, err.value.source) == (message, field, "lf.json")
+
+
+# Rows written against the survivors of the whole-load run (issue #29).
+
+def _gen(oid="g", says="When? alpha", out="In May.", **more):
+    return {"type": "GENERATION", "id": oid, "name": "llm", "input": [{"role": "user", "content": says}], "output": out,
+            **more}
+
+
+def test_a_span_repeating_every_document_read_is_not_read_again_and_a_later_retriever_is():
+    got = _one([_docs("r", ["alpha", "beta"]), _docs("s", ["alpha", "beta"], name="retrieve-again", kind="SPAN"),
+                _docs("r2", ["gamma"], name="more"), _gen()])
+    assert [c.text for c in got.candidates] == ["alpha", "beta", "gamma"]
+
+
+def test_a_document_without_text_is_refused_naming_its_observation_and_place():
+    with pytest.raises(InputError) as err:
+        _one([{"type": "RETRIEVER", "id": "r", "name": "retrieve", "input": "When?",
+               "output": [{"pageContent": "alpha"}, {"id": "d2"}]}, _gen()])
+    assert (err.value.source, err.value.field) == ("lf.json", "observations[0].output[1]")
+
+
+@pytest.mark.parametrize("gens, prompt, answer", [
+    ([_gen("g1", says="Question: When? Context: alpha"), _gen("g2", says="Rate this answer", out="5/5")],
+     "user: Question: When? Context: alpha", "In May."),  # a judge call after the answer is not the generation
+    ([_gen("g1", says="Rewrite: When?", out="When exactly?"), _gen("g2", says="Context: alpha. When?")],
+     "user: Context: alpha. When?", "In May."),  # nor a query rewrite before it
+    ([_gen("g1", says="Context: alpha. When?", out="Timed out."), _gen("g2", says="Context: alpha. When?")],
+     "user: Context: alpha. When?", "In May."),  # of two calls alike, the last: a retry
+])
+def test_the_generation_is_the_call_whose_prompt_holds_the_documents(gens, prompt, answer):
+    got = _one([_docs("r", ["alpha"]), *gens])
+    assert (got.logged.prompt_text, got.logged.answer) == (prompt, answer)
+
+
+def test_a_model_without_a_known_tokenizer_is_warned_of_and_named():
+    got = _one([_docs("r", ["alpha"]), _gen(model="my-own-llm")])
+    assert got.warnings[0] == "model 'my-own-llm' has no known tokenizer: token counts use the default cl100k_base encoding"
+    assert got.logged.unmapped == ("model 'my-own-llm' (no known tokenizer)",)
+
+
+def test_a_system_message_carrying_the_passages_is_named_as_not_mapped():
+    got = _one([_docs("r", ["alpha passage text here"]),
+                {"type": "GENERATION", "id": "g", "name": "llm", "output": "x",
+                 "input": [{"role": "system", "content": "Use: alpha passage text here"}, {"role": "user", "content": "When?"}]}])
+    assert got.logged.unmapped == ("the system message (it carries the retrieved passages; ctxcore builds its own evidence "
+                                   "block)",)
+
+
+def test_limit_like_keys_a_retrievers_metadata_states_are_named_those_of_model_parameters_are_not():
+    got = _one([_docs("r", ["alpha"], metadata={"max_chunks": 4}), _gen(modelParameters={"max_chunks": 4, "top_k": 3})])
+    assert got.logged.unmapped == ("model parameters max_chunks, top_k",
+                                   "stated limits of the RETRIEVER 'retrieve' metadata not read: max_chunks=4")
+    assert got.logged.stated == {"top_k": 3}
+
+
+def test_documents_logged_by_id_take_their_text_from_the_candidates_given():
+    data = {"id": "t", "observations": [{"type": "RETRIEVER", "id": "r", "name": "retrieve", "input": "When?",
+                                         "startTime": "2024-05-01T10:00:00Z", "output": [{"id": "d1"}, {"id": "d2"}]}]}
+    got = lf._read(data, "lf.json", None, {"d1": "alpha", "d2": "beta"})
+    assert [(c.id, c.text) for c in got.candidates] == [("d1", "alpha"), ("d2", "beta")]
+
+
+def test_reading_a_file_of_observation_ids_names_the_file():
+    with pytest.raises(InputError) as err:
+        lf._read({"id": "t", "observations": ["o1"]}, "lf.json", None)
+    assert (err.value.source, err.value.field) == ("lf.json", "observations")
