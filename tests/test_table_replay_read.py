@@ -268,3 +268,16 @@ def test_a_file_that_is_not_valid_json_says_where_without_naming_itself_twice(tm
     path = _write(tmp_path / "bad.json", '{"query": 1,')
     assert _items(path) == [Item(0, path, "error", "line 1: not valid JSON: Expecting property name enclosed in "
                                                    "double quotes (column 13)", done_bytes=12)]
+
+
+def test_a_langsmith_export_of_two_traces_is_two_runs_each_picked_from_the_whole_file(tmp_path):
+    def run(tid, text, ts):
+        return {"id": f"r-{tid}", "trace_id": tid, "run_type": "retriever", "name": "retrieve",
+                "inputs": {"query": "When?"}, "outputs": {"documents": [{"page_content": text, "metadata": {}}]},
+                "start_time": ts}
+    path = _write(tmp_path / "ls.json", json.dumps([run("t1", "alpha", "2024-05-14T10:00:00Z"),
+                                                    run("t2", "beta", "2024-05-14T11:00:00Z")]))
+    got = _items(path)
+    assert [(i.kind, i.run_id, i.source) for i in got] == [("family", "t1", f"{path}#t1"), ("family", "t2", f"{path}#t2")]
+    assert [(load_item(i)[0].logged.trace_id, [c.text for c in load_item(i)[0].candidates]) for i in got] == [
+        ("t1", ["alpha"]), ("t2", ["beta"])]
