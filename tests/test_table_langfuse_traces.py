@@ -18,9 +18,9 @@ def _ret(oid, text, parent=None, name="retrieve"):
             "output": [{"pageContent": text}]}
 
 
-def _gen(oid, kind="GENERATION"):
-    return {"type": kind, "id": oid, "name": "llm", "input": [{"role": "user", "content": "When?"}],
-            "output": "In May."}
+def _gen(oid="g", kind="GENERATION", says="When?", out="In May.", **more):
+    return {"type": kind, "id": oid, "name": "llm", "input": [{"role": "user", "content": says}], "output": out,
+            **more}
 
 
 def _span(oid):
@@ -201,21 +201,17 @@ def test_a_trace_without_readable_documents_is_refused_naming_the_field(obs, mes
 
 # Rows written against the survivors of the whole-load run (issue #29).
 
-def _gen(oid="g", says="When? alpha", out="In May.", **more):
-    return {"type": "GENERATION", "id": oid, "name": "llm", "input": [{"role": "user", "content": says}], "output": out,
-            **more}
-
 
 def test_a_span_repeating_every_document_read_is_not_read_again_and_a_later_retriever_is():
     got = _one([_docs("r", ["alpha", "beta"]), _docs("s", ["alpha", "beta"], name="retrieve-again", kind="SPAN"),
-                _docs("r2", ["gamma"], name="more"), _gen()])
+                _docs("r2", ["gamma"], name="more"), _gen(says="When? alpha")])
     assert [c.text for c in got.candidates] == ["alpha", "beta", "gamma"]
 
 
 def test_a_document_without_text_is_refused_naming_its_observation_and_place():
     with pytest.raises(InputError) as err:
         _one([{"type": "RETRIEVER", "id": "r", "name": "retrieve", "input": "When?",
-               "output": [{"pageContent": "alpha"}, {"id": "d2"}]}, _gen()])
+               "output": [{"pageContent": "alpha"}, {"id": "d2"}]}, _gen(says="When? alpha")])
     assert (err.value.source, err.value.field) == ("lf.json", "observations[0].output[1]")
 
 
@@ -233,7 +229,7 @@ def test_the_generation_is_the_call_whose_prompt_holds_the_documents(gens, promp
 
 
 def test_a_model_without_a_known_tokenizer_is_warned_of_and_named():
-    got = _one([_docs("r", ["alpha"]), _gen(model="my-own-llm")])
+    got = _one([_docs("r", ["alpha"]), _gen(says="When? alpha", model="my-own-llm")])
     assert got.warnings[0] == "model 'my-own-llm' has no known tokenizer: token counts use the default cl100k_base encoding"
     assert got.logged.unmapped == ("model 'my-own-llm' (no known tokenizer)",)
 
@@ -247,7 +243,7 @@ def test_a_system_message_carrying_the_passages_is_named_as_not_mapped():
 
 
 def test_limit_like_keys_a_retrievers_metadata_states_are_named_those_of_model_parameters_are_not():
-    got = _one([_docs("r", ["alpha"], metadata={"max_chunks": 4}), _gen(modelParameters={"max_chunks": 4, "top_k": 3})])
+    got = _one([_docs("r", ["alpha"], metadata={"max_chunks": 4}), _gen(says="When? alpha", modelParameters={"max_chunks": 4, "top_k": 3})])
     assert got.logged.unmapped == ("model parameters max_chunks, top_k",
                                    "stated limits of the RETRIEVER 'retrieve' metadata not read: max_chunks=4")
     assert got.logged.stated == {"top_k": 3}
