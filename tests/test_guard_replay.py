@@ -516,3 +516,51 @@ def test_a_symlink_loop_named_is_unreadable_and_one_met_in_a_walk_is_passed_over
 ])
 def test_why_leaves_out_only_the_source_it_is_reported_beside(err, reason):
     assert read.why(err, "f.json") == reason
+
+
+# --- one run's row: which settings each side is built on, what the answer cites -----------------------------------
+
+from ctxcore.io.loaders import load  # noqa: E402
+from ctxcore.replay.run import compare  # noqa: E402
+
+FLAT = str(FIXTURES / "phoenix_flat.jsonl")  # its pipeline sent 3 of 5 passages: the policy is max_passages 3
+
+
+def test_a_sent_run_replayed_against_given_settings_builds_both_sides_on_its_own_settings_not_its_policy():
+    """With ``--baseline`` the inferred policy is not the ground: {} against {} keeps all 5 on both sides. Plants:
+    the policy taken as ground whenever there is a sent prompt (the new side then keeps the policy's 3)."""
+    row = compare(load(FLAT), {}, {}, False)
+    assert (row["baseline"], row["kept_before"], row["kept_after"], row["changed"]) == ("config", 5, 5, False)
+
+
+def test_newly_kept_lists_each_passage_the_new_settings_add_to_the_policys():
+    """Raising the policy's limit of 3 to 5 keeps kb-118#0 and forum-5531, which the limit held back. Plant:
+    ``newly_kept`` as the candidates kept on both sides (empty)."""
+    row = compare(load(FLAT), {"max_passages": 5}, None, False)
+    assert (row["baseline"], row["kept_before"], row["kept_after"]) == ("policy", 3, 5)
+    assert [(m["id"], m["before_fate"], m["after_fate"]) for m in row["newly_kept"]] == [
+        ("kb-118#0", "over_limit", "kept"), ("forum-5531", "over_limit", "kept")]
+    assert row["newly_dropped"] == [] and row["changed"]
+
+
+def test_only_the_answers_citations_count_as_cited_not_its_numbers_found_in_a_passage():
+    """The answer cites [1] and [2] and says "$200", which kb-112#0 holds: the number check is ok, but it is not a
+    citation. Plant: ``c.kind == "citation" or c.verdict == "ok"`` (the number counted as cited label "200")."""
+    row = compare(load(FLAT), {}, None, False)
+    assert (row["cited_labels"], row["cited_ids"]) == (["1", "2"], ["kb-112#0", "kb-207#1"])
+    assert (row["lost_ids"], row["regression"]) == ([], False)
+
+
+@pytest.mark.parametrize("kw,field", [({"workers": -1}, "workers"),
+                                      ({"scheduler": "tcp://127.0.0.1:8786"}, "scheduler")])
+def test_a_replay_hands_its_engine_settings_on_to_be_checked(kw, field):
+    """Plants: replay() filling in its own worker count (so -1 passes) or dropping the scheduler on the way."""
+    with pytest.raises(InputError) as err:
+        replay([FLAT], {}, engine="inprocess", with_findings=False, **kw)
+    assert err.value.field == field
+
+
+def test_a_replay_runs_on_the_local_process_pool_by_default():
+    """Plant: a default engine the engines do not know (the replay refused)."""
+    report = replay([FLAT], {"max_passages": 5}, workers=1, with_findings=False)
+    assert (report["runs"], report["changed"], report["newly_kept"], report["unreadable_count"]) == (1, 1, 2, 0)
