@@ -545,3 +545,59 @@ def test_a_history_turn_without_content_holds_nothing_the_answer_says():
 def test_a_claim_not_supported_by_its_citation_is_titled_so():
     check = Check("[S1]", "citation", "not_supported_by", "detail", ("refund",))
     assert check.title() == "the claim citing [S1] is not supported by [S1]"
+
+
+# ---------------------------------------------------------------------------------------------
+# rows written against the survivors of the twelfth run (issue #29)
+# ---------------------------------------------------------------------------------------------
+
+def test_xml_documents_without_a_number_are_cited_by_their_place(trace):
+    """<document id="refund-policy"> carries no number: the model cites it as [1], its place."""
+    sent = Sent((SentPassage("refund", 1, '<document id="refund-policy">'),
+                 SentPassage("shipping", 2, '<document id="returns">'), SentPassage("approval", 3, "<document>")),
+                source="logged", labelling="xml-doc")
+    answer = "Refunds take five days [1]. Return shipping is free [2]. Leads approve [3]."
+    assert rows(check_answer(trace, answer, "a logged prompt", sent=sent)) == [
+        ok("1", "refund"), ok("2", "shipping"), ok("3", "approval")]
+
+
+FIGURES = [
+    # the figures a cited passage lacks, shortest first: 25 before 1000 (text order would put 1000 first)
+    ("Refunds take 25 days, up to 1000 EUR [S1].",
+     [ok("S1", "refund"), ("25", "number", "unsupported", "25 appears in no candidate", ()),
+      ("1000", "number", "from_dropped", f"1000 appears in credit ({LOW}), not in the prompt", ("credit",)),
+      ("[S1]", "citation", "not_supported_by", "[S1] (refund) does not say “Refunds take 25 days, up to 1000 EUR "
+       "[S1].”: 25, 1000 is not in it; 25, 1000 is in no passage retrieved", ("refund",))]),
+    # a figure in the sentence's first character is the claim's; the sentence is shown to its 80th character
+    ("7 items are processed within five business days, as the refund desk confirmed to us in writing [S1].",
+     [ok("S1", "refund"), ("7", "number", "unsupported", "7 appears in no candidate", ()),
+      ("[S1]", "citation", "not_supported_by", "[S1] (refund) does not say “7 items are processed within five "
+       "business days, as the refund desk confirmed to”: 7 is not in it; 7 is in no passage retrieved", ("refund",))]),
+    # "[S1, S3]" closes the words before it for S3, which holds them all; the 10 after the mark is not S3's claim
+    ("Refunds above 500 EUR need approval from a team lead [S1, S3] within 10 minutes.",
+     [ok("S1", "refund"), ok("S3", "approval"), ("10", "number", "unsupported", "10 appears in no candidate", ()),
+      ("500", "number", "ok", "in [S3]", ("approval",)),
+      ("[S1]", "citation", "not_supporting", "[S1] (refund) holds 18% of the words of “Refunds above 500 EUR need "
+       "approval from a team lead [S1, S3] within 10 minutes.”", ("refund",))]),
+]
+
+
+@pytest.mark.parametrize("answer,expected", FIGURES, ids=[a[:30] for a, _ in FIGURES])
+def test_the_figures_a_cited_passage_lacks(trace, answer, expected):
+    assert rows(check_answer(trace, answer, sent=of_trace(trace))) == expected
+
+
+FRUIT = "Apple banana cherry grape lemon mango olive peach plum melon [S1]."  # 10 content words
+
+
+@pytest.mark.parametrize("other,expected", [
+    # S1 holds 3 of the 10 words (30%: it supports, but under half); S2 holds 4, under half: the claim is no one's
+    ("Grape lemon mango olive walnut.", []),
+    # S2 holds 5, half of them and more than S1: the claim is S2's
+    ("Grape lemon mango olive peach walnut.",
+     [("[S1]", "citation", "not_supported_by", "[S1] (a) does not say “" + FRUIT + "”: it holds 30% of the claim's "
+       "words (at least 50% support it); the claim is in [S2] (b)", ("a", "b"))])])
+def test_a_claim_is_another_passages_from_half_its_words(other, expected):
+    t = build([Candidate("a", "Apple banana cherry kiwi.", 0.9), Candidate("b", other, 0.5)], "fruit?",
+              Config(budget=500, order="rank"))
+    assert rows(check_answer(t, FRUIT, sent=of_trace(t))) == [ok("S1", "a")] + expected
