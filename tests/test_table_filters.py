@@ -241,3 +241,64 @@ def test_each_document_family_marks_its_own_older_versions_stale():
 def test_a_text_without_words_is_no_version_of_another(a, b):
     assert filters.alike(a, b) is False
     assert filters.alike("refunds within 5 days", "refunds within 7 days") is True
+
+
+# --- rows written against the survivors of the twelfth run (issue #29) ---------------------------------------------
+
+from datetime import date, timedelta  # noqa: E402
+
+
+def _unplaced_versions(k):
+    """k chunks of document p, each dated a day apart, with no section, chunk index or title, none alike."""
+    tag = lambda i: chr(97 + i // 26) + chr(97 + i % 26)  # noqa: E731 - aa, ab, ...: letters, so no two texts share a word
+    return [Candidate(f"c{i}", f"{tag(i)}alpha {tag(i)}beta {tag(i)}gamma", 0.5, doc_id="p",
+                      date=(date(2024, 1, 1) + timedelta(days=i)).isoformat()) for i in range(k)]
+
+
+@pytest.mark.parametrize("k, more, ids", [(5, "", 5), (6, " and 1 more", 6), (51, " and 46 more", 50)])
+def test_unpaired_versions_are_listed_five_then_counted_and_named_fifty_at_most(k, more, ids):
+    t = build(_unplaced_versions(k), "q", Config(budget=50000))
+    shown = ", ".join(f"c{i} (2024-01-0{i + 1})" for i in range(5))
+    assert [(str(w), w.ids) for w in t.warnings if w.kind == "ambiguous_versions"] == [(
+        f"{shown}{more} of p have no section, chunk index or title to pair them with the other versions, and their "
+        "texts differ: not compared as versions, none made stale", tuple(f"c{i}" for i in range(ids)))]
+
+
+def _older(**where):
+    t = build([Candidate("a", "Refunds take 5 days.", 0.9, date="2024-01-01", **where),
+               Candidate("b", "Refunds take 7 days.", 0.8, date="2025-01-01", **where)], "q", Config(budget=500))
+    return t.decision("a").reason
+
+
+@pytest.mark.parametrize("where, name", [
+    # one doc_id is shown as it is, version marker and all
+    ({"doc_id": "refunds-v2", "section": "Refunds"}, "refunds-v2 (section Refunds)"),
+    # a family placed by its title is named by its document alone
+    ({"doc_id": "pol", "title": "Refund Policy"}, "pol"),
+    ({"doc_id": "pol", "chunk_index": 4}, "pol"),
+    ({"doc_id": "pol"}, "pol"),  # no place: the two texts are alike
+])
+def test_a_version_family_is_named_by_its_document_and_place(where, name):
+    assert _older(**where) == f"{name} version 2024-01-01 is older than 2025-01-01 (present as b)"
+
+
+def test_a_section_is_shown_as_the_first_version_wrote_it():
+    """The versions' sections match casefolded ("Refunds  Policy", "refunds policy"): one family, named by the first."""
+    t = build([Candidate("a", "Refunds take 5 days.", 0.9, doc_id="pol", date="2024-01-01", section="Refunds  Policy"),
+               Candidate("b", "Refunds take 7 days.", 0.8, doc_id="pol", date="2025-01-01", section="refunds policy")],
+              "q", Config(budget=500))
+    assert t.decision("a").reason == "pol (section Refunds  Policy) version 2024-01-01 is older than 2025-01-01 " \
+                                     "(present as b)"
+
+
+@pytest.mark.parametrize("cid, place", [("kb#3#2", ("part", "2")), ("kb#7", ("part", "7")), ("kb#v2", None)])
+def test_a_place_in_the_id_is_its_part_after_the_last_hash(cid, place):
+    assert filters.passage_place(Candidate(cid, "x")) == place
+
+
+def test_a_chunk_without_a_document_before_them_leaves_a_documents_unread_date_reported():
+    t = build([Candidate("x", "unrelated", 0.95), Candidate("a", "Refunds take 5 days.", 0.9, doc_id="pol", date="someday"),
+               Candidate("b", "Refunds take 7 days.", 0.8, doc_id="pol", date="2025-01-01")], "q", Config(budget=500))
+    assert [str(w) for w in t.warnings if w.kind == "unparsed_date"] == [
+        "the date of a ('someday') could not be read, so it was not compared with the other versions of pol: neither "
+        "stale nor making another stale"]
