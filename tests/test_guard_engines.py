@@ -65,10 +65,21 @@ def test_the_pool_reads_two_batches_per_worker_and_one_more_ahead(workers, windo
     assert _in_flight_at_first_result(engine="local", workers=workers) == window
 
 
+def _once_written(batch):
+    """Batch ``[path, first]``: waits (a minute at most) until ``first`` exists, if given, then writes ``path``."""
+    path, first = batch
+    deadline = time.monotonic() + 60
+    while first and not os.path.exists(first) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    Path(path).write_text("after" if first and os.path.exists(first) else "alone")
+    return path
+
+
 def test_results_come_in_the_batches_order_whichever_finishes_first(tmp_path):
+    # the first batch ends only once the second has (not by timing: spawned workers start at their own pace)
     slow, fast = str(tmp_path / "slow"), str(tmp_path / "fast")
-    assert list(engines.run(_slow_or_failing, [[1.0, slow], [0.05, fast]], engine="local", workers=2)) == [slow, fast]
-    assert os.path.getmtime(fast) < os.path.getmtime(slow)
+    assert list(engines.run(_once_written, [[slow, fast], [fast, None]], engine="local", workers=2)) == [slow, fast]
+    assert (Path(slow).read_text(), Path(fast).read_text()) == ("after", "alone")
 
 
 def test_each_batch_runs_in_a_spawned_worker_that_ignores_ctrl_c(monkeypatch):

@@ -174,3 +174,58 @@ def test_pairs_among_some_rows_only_keep_pairs_inside_them():
     # rows 1 and 2 of three: 1's match with 0 is outside and goes; 2's match with 1 becomes a match with place 0
     assert dedup._among([[], [(0, 0.9)], [(1, 0.8)]], [1, 2]) == [[], [(0, 0.8)]]
     assert dedup._among([[], [(0, 0.9)], [(0, 0.8), (1, 0.85)]], [0, 2]) == [[], [(0, 0.8)]]
+
+
+def _lists(n, tag):
+    """n lists of ten three-letter words, no word shared between two lists: "{tag}aab {tag}bab ... {tag}jab" for
+    list 1 (the tag keeps each test's texts, and the joins remembered for them, its own)."""
+    return [" ".join(f"{tag}{first}{chr(97 + i // 26)}{chr(97 + i % 26)}" for first in "abcdefghij") for i in range(n)]
+
+
+def test_shingles_under_the_bit_filter_threshold_are_compared_as_shingles():
+    # the 500 texts of the test above at 0.5, under the bit filter (0.8): a reversed list shares 24 of its 46
+    # 5-grams with its original (0.522, a match), where as word sets it would be the original itself (1.0)
+    texts = []
+    for i in range(250):
+        w = [first + chr(97 + i // 26) + chr(97 + i % 26) for first in "abcdefghij"]
+        texts += [" ".join(w), " ".join(reversed(w))]
+    assert near_matches(texts, "shingles", 0.5) == [(k - 1, 24 / 46) if k % 2 else None for k in range(500)]
+
+
+def _reversed_pairs(tag):
+    return [Candidate(f"c{k}", " ".join(reversed(t.split())) if k % 2 else t, 1 - k / 1000)
+            for k, t in enumerate(x for x in _lists(250, tag) for _ in (0, 1))]
+
+
+def test_a_rebuild_under_the_bit_filter_after_one_above_it_compares_the_shingles_again():
+    # 500 candidates, a list and its reversal each: at 0.8 (shingles remembered as bit rows) none is a copy; the
+    # rebuild at 0.5 cannot use bit rows and makes shingle sets again: every reversal matches its list at 24/46
+    cands = _reversed_pairs("")
+    first = build(cands, "q", Config(budget=100_000, near_dup=0.8, similarity="shingles"))
+    assert [d.fate for d in first.decisions].count("near_duplicate") == 0
+    again = build(cands, "q", Config(budget=100_000, near_dup=0.5, similarity="shingles"))
+    assert {d.id: (d.duplicate_of, d.similarity) for d in again.decisions if d.fate == "near_duplicate"} == {
+        f"c{k}": (f"c{k - 1}", 0.5217) for k in range(1, 500, 2)}
+
+
+def test_a_rebuild_under_half_finds_pairs_between_its_threshold_and_half():
+    # 500 candidates in pairs sharing three of seven words (0.429): a rebuild's join reaches down to 0.5 at most,
+    # never up past the threshold asked for, so at 0.4 every second candidate is a copy of the one before
+    words = [t.split() for t in _lists(250, "h")]
+    cands = [Candidate(f"c{k}", " ".join(w[:3] + (w[5:7] if k % 2 else w[3:5])), 1 - k / 1000)
+             for k, w in enumerate(x for x in words for _ in (0, 1))]
+    t = build(cands, "q", Config(budget=100_000, near_dup=0.4))
+    assert {d.id: (d.duplicate_of, d.similarity) for d in t.decisions if d.fate == "near_duplicate"} == {
+        f"c{k}": (f"c{k - 1}", 0.4286) for k in range(1, 500, 2)}
+
+
+def test_shingle_bit_rows_sweep_only_the_candidates_left_before_dedup():
+    # 500 candidates, each list then the list and " zz" (45 of 48 5-grams, 0.9375); every fifth list is for a role
+    # the caller lacks and goes before dedup, so its copy has nothing left to repeat and is no near duplicate
+    cands = []
+    for i, t in enumerate(_lists(250, "s")):
+        cands += [Candidate(f"o{i}", t, 0.9, permissions=("hr",) if i % 5 == 0 else None),
+                  Candidate(f"z{i}", t + " zz", 0.5)]
+    t = build(cands, "q", Config(budget=100_000, near_dup=0.8, similarity="shingles", caller="guest"))
+    assert {d.id: (d.duplicate_of, d.similarity) for d in t.decisions if d.fate == "near_duplicate"} == {
+        f"z{i}": (f"o{i}", 0.9375) for i in range(250) if i % 5}

@@ -132,6 +132,20 @@ def test_approximate_counts_in_bulk_and_piece_spans():
     assert APPROX.count_many(["", "a", "abcd", "abcde", "x" * 9, "abcd"]) == [0, 1, 1, 2, 3, 1]
     # "abcde"+"fg"+"hijkl": tokens start at 0, 4, 8; piece spans are bisect_left over those starts
     assert APPROX.piece_tokens(["abcde", "fg", "hijkl"]) == ([(0, 2), (2, 2), (2, 3)], 3)
+    # the pieces meet at line ends before letters, which split cl100k's text but not a count of characters: the
+    # whole "a\nb\nc" is two tokens (starts 0, 4), not one per piece
+    assert APPROX.piece_tokens(["a\n", "b\n", "c"]) == ([(0, 1), (1, 1), (1, 2)], 2)
+
+
+@pytest.mark.parametrize("pieces, runs", [
+    (["a\n", "b"], [(0, 1), (1, 2)]),  # the first boundary is between the first two pieces
+    (["b", "a\n"], [(0, 2)]),  # a last piece's line end starts no run before the first
+    (["a\n", "b\n", "<c>\n", "[S1]\n", "/d"], [(0, 1), (1, 2), (2, 3), (3, 5)]),
+    (["x\n", "1", "y"], [(0, 3)]),  # a digit after a line end is no boundary
+    ([], []),
+])
+def test_runs_of_prompt_pieces_that_tokenise_apart(pieces, runs):
+    assert tokens._runs(pieces) == runs
 
 
 def test_an_unknown_encoding_gets_the_approximate_tokenizer():
