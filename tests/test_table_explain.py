@@ -11,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
+
 from conftest import text_of_tokens
 
 from ctxcore import Candidate, Config, Inputs, Logged, build
 from ctxcore.analysis.answer import Check
-from ctxcore.analysis.explain import Explanation, Finding, explain, explain_text, find, findings
+from ctxcore.analysis.explain import Explanation, Finding, _describe, explain, explain_text, find, findings
 
 
 def record(e):
@@ -565,3 +567,13 @@ def test_the_budget_search_goes_to_the_ceiling_when_the_label_guess_misses():
     assert t.budget.safe_input == 855 and t.decision("cid").fate == "over_budget"
     e = explain(t, "cid")
     assert (e.fix, e.fix_verified, e.note) == ({"budget": 570}, True, "a docs budget of 570 tokens (now 300) keeps it")
+
+
+@pytest.mark.parametrize("fix, said", [
+    ({"near_dup": 0.95}, "removing near-copies (ctxcore: near_dup 0.95)"),
+    ({"prefer_newest": True, "near_dup": 0.8},
+     "dropping older versions of a passage and removing near-copies (ctxcore: prefer_newest on, near_dup 0.8)"),
+    ({"budget": 1200}, "budget (ctxcore: budget 1200)"),  # a setting without plain words is named as it is
+])
+def test_a_freeing_setting_is_said_in_plain_words_then_as_the_setting(fix, said):
+    assert _describe(fix) == said
