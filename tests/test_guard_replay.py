@@ -16,6 +16,7 @@ from ctxcore.io.formats.spans import parse_spans
 from ctxcore.io.limits import MAX_BYTES
 from ctxcore.io.live.store import Store
 from ctxcore.replay import engines, read
+from ctxcore.replay import run as replay_run
 from ctxcore.replay.read import items, load_item, total_bytes
 from ctxcore.replay.report import Summary, percentiles
 from ctxcore.replay.run import replay
@@ -564,3 +565,12 @@ def test_a_replay_runs_on_the_local_process_pool_by_default():
     """Plant: a default engine the engines do not know (the replay refused)."""
     report = replay([FLAT], {"max_passages": 5}, workers=1, with_findings=False)
     assert (report["runs"], report["changed"], report["newly_kept"], report["unreadable_count"]) == (1, 1, 2, 0)
+
+
+def test_the_engine_asked_for_is_the_one_that_replays(monkeypatch):
+    """Plant: replay() dropping its engine on the way (the default, worker processes, runs instead). A batch
+    function replaced in this process is seen only by the in-process engine."""
+    pids, real = [], replay_run.replay_batch
+    monkeypatch.setattr(replay_run, "replay_batch", lambda batch, *rest: pids.append(os.getpid()) or real(batch, *rest))
+    report = replay([FLAT], {"max_passages": 5}, engine="inprocess", with_findings=False)
+    assert (pids, report["runs"], report["newly_kept"]) == ([os.getpid()], 1, 2)

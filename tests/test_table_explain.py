@@ -577,3 +577,11 @@ def test_the_budget_search_goes_to_the_ceiling_when_the_label_guess_misses():
 ])
 def test_a_freeing_setting_is_said_in_plain_words_then_as_the_setting(fix, said):
     assert _describe(fix) == said
+
+
+def test_each_passage_over_the_limit_is_offered_the_least_limit_that_keeps_it():
+    # five short candidates, a limit of 2 and room for all: the third needs a limit of 3, the last of all five
+    cands = [Candidate(f"c{i}", f"passage {i} about refunds and limits number {i}", 0.9 - i / 10) for i in range(5)]
+    t = build(cands, "q", Config(budget=2000, max_passages=2))
+    assert [(e.fate, e.fix, e.fix_verified) for e in (explain(t, f"c{i}") for i in range(2, 5))] == [
+        ("over_limit", {"max_passages": n}, True) for n in (3, 4, 5)]
