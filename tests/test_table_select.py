@@ -374,3 +374,14 @@ def test_chunks_set_aside_are_decided_with_what_was_left_before_the_next_one_kep
         ("m", "over_budget", "needs its 10 text tokens plus a label line but only 14 of the 56-token docs budget were "
                              "left"),
         ("s", "kept", "rank 3, score 0.7; selected by score for 14 tokens (56 of 56 used)")]
+
+
+def test_a_passage_too_long_under_density_names_its_measured_label():
+    # density measures every label line first, so a 300-token text over the 147 tokens left is told its whole
+    # cost (13 for its label); by score the label is not measured for a text that cannot fit
+    cands = [Candidate("short", text_of_tokens(40, "a"), 0.9), Candidate("long", text_of_tokens(300, "b"), 0.8)]
+    reasons = {sel: build(cands, "q", Config(budget=200, select=sel)).decision("long").reason
+               for sel in ("density", "score")}
+    assert reasons == {
+        "density": "needs 313 tokens (300 text + 13 label) but only 147 of the 200-token docs budget were left",
+        "score": "needs its 300 text tokens plus a label line but only 147 of the 200-token docs budget were left"}
