@@ -177,8 +177,8 @@ def test_pairs_among_some_rows_only_keep_pairs_inside_them():
 
 
 def _lists(n, tag):
-    """n lists of ten three-letter words, no word shared between two lists: "{tag}aab {tag}bab ... {tag}jab" for
-    list 1 (the tag keeps each test's texts, and the joins remembered for them, its own)."""
+    """n lists of ten words, no word shared between two lists: "{tag}aab {tag}bab ... {tag}jab" for list 1 (the
+    tag keeps each test's texts, and the joins remembered for them, its own)."""
     return [" ".join(f"{tag}{first}{chr(97 + i // 26)}{chr(97 + i % 26)}" for first in "abcdefghij") for i in range(n)]
 
 
