@@ -14,7 +14,7 @@ import pytest
 from hypothesis import settings
 
 from browserkit import browser, cases_dir, server  # noqa: F401 - the browser tests' fixtures, for every module
-from ctxcore import Candidate, InputError, get_tokenizer
+from ctxcore import Candidate, Config, InputError, Inputs, build, get_tokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Saved cases go to a throwaway folder in every test (and every app server a test starts), never the repository.
@@ -65,6 +65,13 @@ def cl100k():
 def text_of_tokens(n: int, word: str = "word") -> str:
     """A text of exactly n cl100k tokens (' word' is one token)."""
     return word + f" {word}" * (n - 1)
+
+
+def crowded_by_history():
+    """A trace whose 20 turns of history crowd out two of its three 300-token passages (history_share 0.8)."""
+    history = tuple({"role": "user", "content": "We talked about the 500 EUR limit before. " * 8} for _ in range(20))
+    cands = [Candidate(f"c{i}", text_of_tokens(300, w), 0.9 - i / 10) for i, w in enumerate(["a", "b", "c"])]
+    return build(cands, "q", Config(window=2400, max_output=200, history_share=0.8), Inputs(history=history))
 
 
 def cli(*args, env=None):

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from conftest import cli, text_of_tokens
+from conftest import cli, crowded_by_history, text_of_tokens
 
-from ctxcore import Candidate, Config, Inputs, build, load
+from ctxcore import Candidate, Config, build, load
 from ctxcore.analysis.answer import check_answer
 from ctxcore.analysis.explain import explain, explain_text, find, findings
 from ctxcore.analysis.reach import reached
@@ -125,10 +125,7 @@ def test_finding_stale_kept_and_newest_dropped():
 
 
 def test_finding_history_crowding():
-    history = tuple({"role": "user", "content": "We talked about the 500 EUR limit before. " * 8} for _ in range(20))
-    cands = [Candidate(f"c{i}", text_of_tokens(300, w), 0.9 - i / 10) for i, w in enumerate(["a", "b", "c"])]
-    t = build(cands, "q", Config(window=2400, max_output=200, history_share=0.8), Inputs(history=history))
-    f = next(f for f in findings(t) if f.kind == "history_crowding")
+    f = next(f for f in findings(crowded_by_history()) if f.kind == "history_crowding")
     assert f.fix == {"history_share": 0.4} and f.fix_verified
 
 

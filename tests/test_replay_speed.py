@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ctxcore import Candidate, Config, Inputs, build, load
+from ctxcore import load
 from ctxcore.analysis import explain as explain_module
 from ctxcore.analysis import policy as policy_module
 from ctxcore.analysis import sent as sent_module
@@ -21,7 +21,7 @@ from ctxcore.pipeline import clear_caches, prepared
 from ctxcore.replay.read import items, load_item
 from ctxcore.replay.run import _cited_checked, _cited_own, _same_context, policy_settings
 
-from conftest import ROOT, text_of_tokens
+from conftest import ROOT, crowded_by_history
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import replaylog  # noqa: E402
@@ -77,9 +77,7 @@ def test_findings_without_verification_offer_no_fix_and_say_the_same(runs):
     assert {"duplicates_in_prompt", "stale_version_kept", "dropped_for_budget"} <= fixed, fixed
     # and the third: 20 turns of history crowd three 300-token passages out; halving the history share regains
     # two of them, which only a re-build can tell
-    history = tuple({"role": "user", "content": "We talked about the 500 EUR limit before. " * 8} for _ in range(20))
-    cands = [Candidate(f"c{i}", text_of_tokens(300, w), 0.9 - i / 10) for i, w in enumerate(["a", "b", "c"])]
-    trace = build(cands, "q", Config(window=2400, max_output=200, history_share=0.8), Inputs(history=history))
+    trace = crowded_by_history()
     crowd = {verify: next(f for f in findings(trace, verify=verify) if f.kind == "history_crowding")
              for verify in (True, False)}
     assert [(f.fix, f.fix_verified, f.ids) for f in crowd.values()] == [

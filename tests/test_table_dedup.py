@@ -182,19 +182,19 @@ def _lists(n, tag):
     return [" ".join(f"{tag}{first}{chr(97 + i // 26)}{chr(97 + i % 26)}" for first in "abcdefghij") for i in range(n)]
 
 
+def _with_reversals(tag):
+    """250 of :func:`_lists`, each followed by its words in reverse order."""
+    return [x for t in _lists(250, tag) for x in (t, " ".join(reversed(t.split())))]
+
+
 def test_shingles_under_the_bit_filter_threshold_are_compared_as_shingles():
     # the 500 texts of the test above at 0.5, under the bit filter (0.8): a reversed list shares 24 of its 46
     # 5-grams with its original (0.522, a match), where as word sets it would be the original itself (1.0)
-    texts = []
-    for i in range(250):
-        w = [first + chr(97 + i // 26) + chr(97 + i % 26) for first in "abcdefghij"]
-        texts += [" ".join(w), " ".join(reversed(w))]
-    assert near_matches(texts, "shingles", 0.5) == [(k - 1, 24 / 46) if k % 2 else None for k in range(500)]
+    assert near_matches(_with_reversals(""), "shingles", 0.5) == [(k - 1, 24 / 46) if k % 2 else None for k in range(500)]
 
 
 def _reversed_pairs(tag):
-    return [Candidate(f"c{k}", " ".join(reversed(t.split())) if k % 2 else t, 1 - k / 1000)
-            for k, t in enumerate(x for x in _lists(250, tag) for _ in (0, 1))]
+    return [Candidate(f"c{k}", t, 1 - k / 1000) for k, t in enumerate(_with_reversals(tag))]
 
 
 def test_a_rebuild_under_the_bit_filter_after_one_above_it_compares_the_shingles_again():
