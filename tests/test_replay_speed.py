@@ -140,16 +140,6 @@ def test_a_policy_inferred_before_selection_is_the_one_inferred_from_a_build(run
     assert ruled >= 40
 
 
-def test_the_policys_builds_start_from_the_candidates_the_run_was_loaded_with(runs):
-    """A run's remembered states are keyed by its candidates' identities: the policy's builds use the loaded
-    tuple (not the counted copies), so they resume from the state inferring it read; a trace's own candidates
-    otherwise. The policies are equal either way (the test above)."""
-    loaded = next(r for r in runs if r.logged is not None and r.logged.prompt_text)
-    assert policy_module.built_from(policy_module.counted(loaded)) is loaded.candidates
-    trace = loaded.build()
-    assert policy_module.built_from(trace) is trace.candidates and trace.candidates is not loaded.candidates
-
-
 def test_the_state_before_selection_has_the_builds_counts_and_budget(runs):
     for loaded in runs[:10]:
         for new in ({}, {"budget": 700}, {"near_dup": None, "max_passages": 3}, {"history_share": 0.1}):

@@ -425,14 +425,13 @@ def _fit(trace: Trace, settings: dict, sent_ids: set, budget_likely: bool) -> di
     except InputError:  # a stated limit ctxcore refuses (window <= max_tokens): leave the stated limits out
         settings = {k: v for k, v in settings.items() if k not in ("window", "max_output")}
         config = trace.config.replace(**settings)
-    given = built_from(trace)
-    first = build(given, trace.query, config.replace(max_passages=None), trace.inputs)
+    first = build(trace.candidates, trace.query, config.replace(max_passages=None), trace.inputs)
     lost = any(first.decision(i).fate == "over_budget" for i in sent_ids)  # the budget's doing, not the count's
     if not budget_likely and not lost:
         return settings
     # the sent passages' own costs: a build of them alone (the others cannot change what a sent one costs, and
     # rendering every retrieved passage of a 10k-candidate run is what made this slow)
-    roomy = build(tuple(c for c in given if c.id in sent_ids), trace.query, config.replace(
+    roomy = build(tuple(c for c in trace.candidates if c.id in sent_ids), trace.query, config.replace(
         budget=min(MAX_TOKENS, 10 * first.budget.safe_input + 10_000), max_passages=None), trace.inputs)
     cost = sum(d.cost or 0 for d in roomy.decisions if d.fate == "kept" and d.id in sent_ids)
     return {**settings, "budget": max(cost, evidence_cost(first)) if not budget_likely else cost}
@@ -456,22 +455,12 @@ class Counted:
     candidates: tuple[Candidate, ...]
     inputs: Inputs
     logged: Optional[Logged]
-    given: tuple[Candidate, ...] = ()  # the candidates as loaded: the tuple the prepared state is remembered by
 
 
 def counted(loaded) -> Counted:
     """A loaded run (:class:`ctxcore.io.loaded.Loaded`) as :class:`Counted`, under the file's own settings."""
     state = prepared(loaded.candidates, loaded.query, loaded.settings(), loaded.inputs)
-    return Counted(state.query, state.config, state.budget, state.candidates, state.inputs, loaded.logged,
-                   loaded.candidates)
-
-
-def built_from(trace) -> tuple[Candidate, ...]:
-    """The candidates to build a run again from: for :class:`Counted`, those it was loaded with, so a build resumes
-    from the state :func:`counted` left (a run's remembered states are keyed by its candidates' identities; the
-    counted copies would start every build of an inferred policy over). The fates are the same either way: a
-    build counts every candidate itself."""
-    return trace.given if isinstance(trace, Counted) and trace.given else trace.candidates
+    return Counted(state.query, state.config, state.budget, state.candidates, state.inputs, loaded.logged)
 
 
 def infer(trace_or_loaded, sent: Optional[Sent] = None, reproduce: bool = True) -> Policy:
@@ -497,7 +486,7 @@ def infer(trace_or_loaded, sent: Optional[Sent] = None, reproduce: bool = True) 
             settings["history_share"] = min(1.0, math.ceil(share * 100) / 100)
     settings = _differs({**trace.config.to_dict(), **settings})
     if sent.passages and reproduce:
-        replica = build(built_from(trace), trace.query, Config.from_dict(settings), trace.inputs)
+        replica = build(trace.candidates, trace.query, Config.from_dict(settings), trace.inputs)
         cannot += unreproduced([p.id for p in sent.passages], replica)
     return Policy(tuple(rules), tuple(settings.items()), tuple(cannot))
 

@@ -241,21 +241,21 @@ def read_sent(trace: Trace, prompt: str, source: str = "logged", found: Optional
     hay, found, (labels, labelling), newest = found or _found(trace.candidates, prompt)
     tok = get_tokenizer(trace.config.encoding)
     threshold = trace.config.near_dup if trace.config.near_dup is not None else DEFAULT_NEAR
-    passages, earlier = [], []
+    passages, earlier = [], []  # earlier: (candidate, its normalised text, its words), each made once
     for i, (c, share, at) in enumerate(found, 1):
         dup, sim = None, None
-        cw = words(c.text)
-        for e in earlier:
+        cw, cn = words(c.text), normalise(c.text)
+        for e, en, ew in earlier:
             if _versions_of_one(c, e, newest):
                 continue
-            if normalise(e.text) == normalise(c.text):
+            if en == cn:
                 dup, sim = e.id, 1.0
                 break
-            s = jaccard(cw, words(e.text))
+            s = jaccard(cw, ew)
             if s >= threshold:
                 dup, sim = e.id, round(s, 3)
                 break
-        earlier.append(c)
+        earlier.append((c, cn, cw))
         sent_tokens = tok.count(c.text) if share >= 1 else max(1, round(tok.count(c.text) * share))
         passages.append(SentPassage(c.id, i, labels[i - 1], share, sent_tokens, at, dup, sim,
                                     _superseded(c, newest, {x[0].id for x in found})))
