@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from ctxcore import load
+from ctxcore.analysis import answer as answer_module
 from ctxcore.analysis import explain as explain_module
 from ctxcore.analysis import policy as policy_module
 from ctxcore.analysis import sent as sent_module
@@ -110,6 +111,54 @@ def test_citations_read_off_the_kept_labels_are_the_answer_checks(runs):
                 assert _cited_own(own, answer) == _cited_checked(own, answer, None), answer
                 tried += 1
     assert tried > 300
+
+
+def test_without_a_sent_prompt_a_citation_of_an_outdated_version_is_still_a_citation(runs):
+    """No prompt, no fate checks: ``citations`` keeps a kept outdated version's label, as the answer check does."""
+    outdated = 0
+    for loaded in runs:
+        own = loaded.build(loaded.settings(prefer_newest=False))
+        sent = sent_module.of_build(own)
+        answer = " ".join(f"[{p.label.strip('[]')}]" for p in sent.passages)
+        assert answer_module.citations(own, answer) == _cited_checked(own, answer, None) == _cited_own(own, answer)
+        outdated += any(p.superseded_by for p in sent.passages)
+    assert outdated >= 1
+
+
+def _logged_fixtures():
+    """Every fixture that loads as one logged run with the prompt it sent (traces of every tool, policy, causes)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "**", "*.json*"), recursive=True)):
+        try:
+            loaded = load_file(path)
+        except Exception:  # noqa: BLE001 - a bad-input fixture, or one holding several runs
+            continue
+        if loaded.logged is not None and loaded.logged.prompt_text:
+            out.append(loaded)
+    return out
+
+
+def test_the_replays_citations_are_the_answer_checks_ok_citations(runs):
+    """Against a sent prompt, the replay reads only the answer check's citations (``citations``): the same (label,
+    id) pairs as the whole check's ``ok`` citations, with [S#], [1]-style, "Document 2" and repeated marks, a label
+    the prompt lacks, and a cited passage a newer version supersedes (the check calls that ``cites_outdated``)."""
+    logged_runs = [r for r in runs if r.logged is not None and r.logged.prompt_text] + _logged_fixtures()
+    assert len(logged_runs) >= 25
+    answers = ("It is in [S1].", "See [S2, S3] and [s1]; also [S9].", "[1] and [2; 3], [1] again.",
+               "Document 2 says so, as does source 1.", "Nothing cited.", "")
+    tried, outdated, found = 0, 0, 0
+    for loaded in logged_runs:
+        prompt = loaded.logged.prompt_text
+        own = loaded.build(loaded.settings(**dict(policy_settings(loaded))))
+        sent = sent_module.reconstruct(own, prompt)
+        marks = " ".join(f"{p.label or ''} [{i}] [S{i}]" for i, p in enumerate(sent.passages, 1))
+        for answer in answers + (marks, loaded.logged.answer or ""):
+            fast, plain = answer_module.citations(own, answer, prompt), _cited_checked(own, answer, prompt)
+            assert fast == plain, (loaded.source, answer)
+            tried += 1
+            found += bool(fast)
+        outdated += any(p.superseded_by for p in sent.passages)
+    assert tried > 150 and found > 40 and outdated >= 1
 
 
 def test_the_remembered_sent_context_is_the_plain_reading(runs):

@@ -122,14 +122,10 @@ def _sent_passages(trace: Trace, sent: Sent, numeric: bool) -> dict[str, tuple]:
     return out
 
 
-def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *, sent: Sent | None = None
-                 ) -> list[Check]:
-    """Check against the passages of the prompt that was sent: the logged prompt's own labels when it is
-    known ([1]-style, [S#], "Document 3:" ...), else the replay's [S#] passages. The fate-tied checks
-    (outdated, not supporting, duplicate, uncited, abstention) run when the sent context is given or a
-    logged prompt is (``sent=ctxcore.analysis.sent.of_trace(trace)`` asks for them on a build's own prompt)."""
-    by_id = {c.id: c for c in trace.candidates}
-    fates = {d.id: d for d in trace.decisions}
+def _reading(trace: Trace, answer: str, logged_prompt: str | None, sent: Sent | None) -> tuple:
+    """How an answer is read against a prompt: (the answer with "Document 2"-style citations made marks, the sent
+    context, whether the fate checks run, label -> (id, text) of the passages it can cite, the citation pattern,
+    the ids shown in the prompt or None when the passages are the build's own kept ones)."""
     tied = sent is not None or bool(logged_prompt)
     if sent is None:
         sent = of_trace(trace, logged_prompt)
@@ -140,27 +136,55 @@ def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *,
     labelled = _sent_passages(trace, sent, numeric) if logged_prompt and sent.source == "logged" and not (
         sent.labelling in BY_PLACE and _MARKER.search(logged_prompt)) else {}  # "[1] Note: …": the markers are read
     if labelled:
-        passages, cite = labelled, (_NUMERIC if numeric else _CITE)
-        shown = {p.id for p in sent.passages}
-        dropped = [(fates[c.id], c) for c in trace.candidates if c.id not in shown]
-    elif logged_prompt and numeric:
-        passages, cite = logged_passages(trace, logged_prompt), _NUMERIC
-        shown = {cid for cid, _ in passages.values()}
+        return answer, sent, tied, labelled, (_NUMERIC if numeric else _CITE), {p.id for p in sent.passages}
+    if logged_prompt and numeric:
+        passages = logged_passages(trace, logged_prompt)
+        return answer, sent, tied, passages, _NUMERIC, {cid for cid, _ in passages.values()}
+    by_id = {c.id: c for c in trace.candidates}
+    passages = {d.label: (d.id, d.text if d.text is not None else by_id[d.id].text) for d in trace.kept()}
+    return answer, sent, tied, passages, cite, None
+
+
+def _cited_in(answer: str, cite) -> list[str]:
+    """The labels the answer's citation marks name, each once, in the order first cited."""
+    cited: list[str] = []
+    for m in cite.finditer(answer):
+        for label in re.split(r"\s*[,;]\s*", m.group(1).upper()):
+            if label not in cited:
+                cited.append(label)
+    return cited
+
+
+def citations(trace: Trace, answer: str, logged_prompt: str | None = None, *, sent: Sent | None = None
+              ) -> list[tuple[str, str]]:
+    """(label, candidate id) of each citation :func:`check_answer` finds ok, without its quote, number and claim
+    checks (what a replay compares; a test holds the two equal): a label the prompt has, tied to a candidate, and,
+    when the fate checks run, not one that cites an outdated version."""
+    answer, sent, tied, passages, cite, _ = _reading(trace, answer, logged_prompt, sent)
+    outdated = {p.id for p in sent.passages if p.superseded_by} if tied else set()
+    return [(label, passages[label][0]) for label in _cited_in(answer, cite)
+            if label in passages and passages[label][0] and passages[label][0] not in outdated]
+
+
+def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *, sent: Sent | None = None
+                 ) -> list[Check]:
+    """Check against the passages of the prompt that was sent: the logged prompt's own labels when it is
+    known ([1]-style, [S#], "Document 3:" ...), else the replay's [S#] passages. The fate-tied checks
+    (outdated, not supporting, duplicate, uncited, abstention) run when the sent context is given or a
+    logged prompt is (``sent=ctxcore.analysis.sent.of_trace(trace)`` asks for them on a build's own prompt)."""
+    by_id = {c.id: c for c in trace.candidates}
+    fates = {d.id: d for d in trace.decisions}
+    answer, sent, tied, passages, cite, shown = _reading(trace, answer, logged_prompt, sent)
+    if shown is not None:
         dropped = [(fates[c.id], c) for c in trace.candidates if c.id not in shown]
     else:
-        passages = {d.label: (d.id, d.text if d.text is not None else by_id[d.id].text) for d in trace.kept()}
         dropped = [(d, by_id[d.id]) for d in trace.decisions if d.fate != "kept"]
     checks: list[Check] = []
     if normalise(ABSTAIN) in normalise(answer):
         checks.append(Check(ABSTAIN, "abstention", "abstained",
                             "the model used the abstention phrase" + (
                                 f" although {len(passages)} passages were in the prompt" if passages else "")))
-    cited = []
-    for m in cite.finditer(answer):
-        for label in re.split(r"\s*[,;]\s*", m.group(1).upper()):
-            if label not in cited:
-                cited.append(label)
-    for label in cited:
+    for label in _cited_in(answer, cite):
         if label in passages:
             checks.append(Check(f"[{label}]", "citation", "ok", f"[{label}] is {passages[label][0] or 'a passage'}",
                                 tuple(filter(None, (passages[label][0],)))))

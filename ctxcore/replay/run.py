@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from itertools import islice
 from typing import Callable, Iterable, Iterator, Optional
 
-from ..analysis.answer import check_answer, cited_labels
+from ..analysis.answer import check_answer, citations, cited_labels
 from ..errors import BuildError, InputError
 from ..analysis.explain import findings
 from ..analysis.policy import infer as infer_policy
@@ -104,11 +104,12 @@ def _cited(own: Trace, answer: Optional[str], sent: Optional[str]) -> list[tuple
         return []
     if not sent:
         return _cited_own(own, answer)
-    return _cited_checked(own, answer, sent)
+    return citations(own, answer, sent)  # the answer check's citations only: its other checks are not compared
 
 
 def _cited_checked(own: Trace, answer: str, sent: Optional[str]) -> list[tuple[str, str]]:
-    """:func:`_cited` by the answer check itself: the plain definition."""
+    """:func:`_cited` by the whole answer check: the plain definition (of :func:`_cited_own` and of
+    :func:`ctxcore.analysis.answer.citations`)."""
     out = []
     for c in check_answer(own, answer, sent):
         if c.kind == "citation" and c.verdict == "ok":
