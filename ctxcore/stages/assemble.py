@@ -67,10 +67,10 @@ _SUSPECT = (  # (what, pattern, read on folded text)
     ("a remote markdown image", _IMAGE, False),
 )
 _FORGED = {"fence": "an evidence delimiter", "label": "a passage label", "special": "a chat special token"}
-# What a text must hold for each slow pattern to match (a tenth of its cost, benign text holding none): a role
-# marker needs its ":" or "[INST]" or "###"; markup a "<" or an "on...="; an instruction to ignore the rules one
-# of its verbs, read on the lower-cased text by letters only ASCII characters match case-insensitively
-# (``HINT_LETTERS``: a test checks every code point).
+# What a text must hold for each of the three slow patterns to match (they are tried at every position; looking
+# for what they need costs a tenth, and most passages hold none of it): a role marker needs its ":", "[INST]" or
+# "###"; markup a "<" or an "on...="; an instruction to ignore the rules one of its verbs, looked for in the
+# lower-cased text by letters that only their ASCII pair matches case-insensitively (a test checks every code point).
 HINT_LETTERS = "gnoreadftv"
 _CAN_MATCH = {
     "a role marker": lambda s: ":" in s or "[" in s or "#" in s,
@@ -160,10 +160,10 @@ def suspicious(text: str) -> tuple[str, ...]:
     """
     folded = fold(text)
     return tuple(what for what, pattern, folds in _SUSPECT
-                 if _CAN_MATCH.get(what, _ANY)(folded if folds else text) and pattern.search(folded if folds else text))
+                 if _CAN_MATCH.get(what, _always)(folded if folds else text) and pattern.search(folded if folds else text))
 
 
-def _ANY(_text: str) -> bool:
+def _always(_text: str) -> bool:
     return True
 
 
