@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple, Optional
 
 from ..stages.assemble import ABSTAIN
 from .reach import normalise, reached
@@ -122,10 +123,18 @@ def _sent_passages(trace: Trace, sent: Sent, numeric: bool) -> dict[str, tuple]:
     return out
 
 
-def _reading(trace: Trace, answer: str, logged_prompt: str | None, sent: Sent | None) -> tuple:
-    """How an answer is read against a prompt: (the answer with "Document 2"-style citations made marks, the sent
-    context, whether the fate checks run, label -> (id, text) of the passages it can cite, the citation pattern,
-    the ids shown in the prompt or None when the passages are the build's own kept ones)."""
+class _Reading(NamedTuple):
+    """How an answer is read against a prompt (what :func:`check_answer` and :func:`citations` share)."""
+
+    answer: str  # with "Document 2"-style citations made marks
+    sent: Sent
+    tied: bool  # whether the fate checks run
+    passages: dict  # label -> (id, text) of the passages the answer can cite
+    cite: re.Pattern
+    shown: Optional[set]  # the ids shown in the prompt; None when the passages are the build's own kept ones
+
+
+def _reading(trace: Trace, answer: str, logged_prompt: str | None, sent: Sent | None) -> _Reading:
     tied = sent is not None or bool(logged_prompt)
     if sent is None:
         sent = of_trace(trace, logged_prompt)
@@ -136,13 +145,13 @@ def _reading(trace: Trace, answer: str, logged_prompt: str | None, sent: Sent | 
     labelled = _sent_passages(trace, sent, numeric) if logged_prompt and sent.source == "logged" and not (
         sent.labelling in BY_PLACE and _MARKER.search(logged_prompt)) else {}  # "[1] Note: …": the markers are read
     if labelled:
-        return answer, sent, tied, labelled, (_NUMERIC if numeric else _CITE), {p.id for p in sent.passages}
+        return _Reading(answer, sent, tied, labelled, (_NUMERIC if numeric else _CITE), {p.id for p in sent.passages})
     if logged_prompt and numeric:
         passages = logged_passages(trace, logged_prompt)
-        return answer, sent, tied, passages, _NUMERIC, {cid for cid, _ in passages.values()}
+        return _Reading(answer, sent, tied, passages, _NUMERIC, {cid for cid, _ in passages.values()})
     by_id = {c.id: c for c in trace.candidates}
     passages = {d.label: (d.id, d.text if d.text is not None else by_id[d.id].text) for d in trace.kept()}
-    return answer, sent, tied, passages, cite, None
+    return _Reading(answer, sent, tied, passages, cite, None)
 
 
 def _cited_in(answer: str, cite) -> list[str]:
@@ -160,10 +169,10 @@ def citations(trace: Trace, answer: str, logged_prompt: str | None = None, *, se
     """(label, candidate id) of each citation :func:`check_answer` finds ok, without its quote, number and claim
     checks (what a replay compares; a test holds the two equal): a label the prompt has, tied to a candidate, and,
     when the fate checks run, not one that cites an outdated version."""
-    answer, sent, tied, passages, cite, _ = _reading(trace, answer, logged_prompt, sent)
-    outdated = {p.id for p in sent.passages if p.superseded_by} if tied else set()
-    return [(label, passages[label][0]) for label in _cited_in(answer, cite)
-            if label in passages and passages[label][0] and passages[label][0] not in outdated]
+    r = _reading(trace, answer, logged_prompt, sent)
+    outdated = {p.id for p in r.sent.passages if p.superseded_by} if r.tied else set()
+    ids = {label: cid for label, (cid, _) in r.passages.items() if cid and cid not in outdated}
+    return [(label, ids[label]) for label in _cited_in(r.answer, r.cite) if label in ids]
 
 
 def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *, sent: Sent | None = None
