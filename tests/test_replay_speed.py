@@ -101,6 +101,7 @@ def test_a_run_whose_context_did_not_change_has_the_same_finding_kinds(runs):
 
 def test_citations_read_off_the_kept_labels_are_the_answer_checks(runs):
     answers = ("It is in [S1].", "See [S2, S3] and [s1]; also [S9].", "[S4][S4] twice, [ S2 ; S5 ]", "No label.",
+               "[S2, S2] and [S1]; [s3; S3, S1].",
                "Quoted “rule for refunds” [S1], 450 EUR per [S3].", "[1] and [2] are numbers, not [S#].", "")
     tried = 0
     for loaded in runs:
@@ -144,7 +145,7 @@ def test_the_replays_citations_are_the_answer_checks_ok_citations(runs):
     the prompt lacks, and a cited passage a newer version supersedes (the check calls that ``cites_outdated``)."""
     logged_runs = [r for r in runs if r.logged is not None and r.logged.prompt_text] + _logged_fixtures()
     assert len(logged_runs) >= 25
-    answers = ("It is in [S1].", "See [S2, S3] and [s1]; also [S9].", "[1] and [2; 3], [1] again.",
+    answers = ("It is in [S1].", "See [S2, S3] and [s1]; also [S9].", "[1] and [2; 3], [1] again.", "[2, 2; 1] [S1, S1].",
                "Document 2 says so, as does source 1.", "Nothing cited.", "")
     tried, outdated, found = 0, 0, 0
     for loaded in logged_runs:

@@ -192,6 +192,11 @@ TIED = [
     ("Refunds take five business days [S1, S9].",
      [ok("S1", "refund"), ("[S9]", "citation", "unknown_label", "the prompt has labels S1, S2, S3", ())]),
     ("   ", []),
+    # a label a mark repeats is one citation and one judgement, not two
+    ("Shipping damaged item [S1, S1].",
+     [ok("S1", "refund"),
+      ("[S1]", "citation", "not_supporting", "[S1] (refund) holds 0% of the words of “Shipping damaged item [S1, S1].”",
+       ("refund",))]),
     # a quote cited to two passages, found in a third
     ('"need approval from a team lead" [S1, S2].',
      [ok("S1", "refund"), ok("S2", "shipping"),

@@ -154,16 +154,6 @@ def _reading(trace: Trace, answer: str, logged_prompt: str | None, sent: Sent | 
     return _Reading(answer, sent, tied, passages, cite, None)
 
 
-def _cited_in(answer: str, cite) -> list[str]:
-    """The labels the answer's citation marks name, each once, in the order first cited."""
-    cited: list[str] = []
-    for m in cite.finditer(answer):
-        for label in re.split(r"\s*[,;]\s*", m.group(1).upper()):
-            if label not in cited:
-                cited.append(label)
-    return cited
-
-
 def citations(trace: Trace, answer: str, logged_prompt: str | None = None, *, sent: Sent | None = None
               ) -> list[tuple[str, str]]:
     """(label, candidate id) of each citation :func:`check_answer` finds ok, without its quote, number and claim
@@ -172,7 +162,7 @@ def citations(trace: Trace, answer: str, logged_prompt: str | None = None, *, se
     r = _reading(trace, answer, logged_prompt, sent)
     outdated = {p.id for p in r.sent.passages if p.superseded_by} if r.tied else set()
     ids = {label: cid for label, (cid, _) in r.passages.items() if cid and cid not in outdated}
-    return [(label, ids[label]) for label in _cited_in(r.answer, r.cite) if label in ids]
+    return [(label, ids[label]) for label in _labels_in(r.answer, r.cite) if label in ids]
 
 
 def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *, sent: Sent | None = None
@@ -193,7 +183,7 @@ def check_answer(trace: Trace, answer: str, logged_prompt: str | None = None, *,
         checks.append(Check(ABSTAIN, "abstention", "abstained",
                             "the model used the abstention phrase" + (
                                 f" although {len(passages)} passages were in the prompt" if passages else "")))
-    for label in _cited_in(answer, cite):
+    for label in _labels_in(answer, cite):
         if label in passages:
             checks.append(Check(f"[{label}]", "citation", "ok", f"[{label}] is {passages[label][0] or 'a passage'}",
                                 tuple(filter(None, (passages[label][0],)))))
@@ -244,9 +234,13 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\[\"“(])|\n+")
 
 
 def _labels_in(text: str, cite) -> list[str]:
-    out = []
+    """The labels ``cite``'s marks in ``text`` name, each once (a mark may repeat one: ``[S2, S2]``), in the order
+    first cited."""
+    out: list[str] = []
     for m in cite.finditer(text):
-        out += [x for x in re.split(r"\s*[,;]\s*", m.group(1).upper()) if x not in out]
+        for label in re.split(r"\s*[,;]\s*", m.group(1).upper()):
+            if label not in out:
+                out.append(label)
     return out
 
 
@@ -254,6 +248,8 @@ def cited_labels(text: str) -> list[str]:
     """The ``[S#]`` labels ``text`` cites, each once, in the order first cited.
 
     >>> cited_labels("Refunds take 5 days [S2; s1]. Shipping is free [S2].")
+    ['S2', 'S1']
+    >>> cited_labels("[S2, S2] and [S1]")
     ['S2', 'S1']
     """
     return _labels_in(text, _CITE)
