@@ -75,7 +75,16 @@ def _tamper_config(d):
     d["config"]["budget"] = "lots"
 
 
-@pytest.mark.parametrize("tamper", [_tamper_fate, _tamper_prompt, _tamper_logged, _tamper_config])
+def _tamper_history(d):
+    d["inputs"]["history"] = "not a list of turns"
+
+
+def _tamper_turn(d):
+    d["inputs"]["history"] = ["a turn that is no object"]
+
+
+@pytest.mark.parametrize("tamper", [_tamper_fate, _tamper_prompt, _tamper_logged, _tamper_config, _tamper_history,
+                                    _tamper_turn])
 def test_a_trace_a_rebuild_does_not_write_again_goes_the_plain_way(tamper):
     data = _stored(SAMPLES[0])
     tamper(data)
@@ -84,5 +93,6 @@ def test_a_trace_a_rebuild_does_not_write_again_goes_the_plain_way(tamper):
         plain = _plain(data)
     except InputError as err:
         assert str(err).startswith("t, field '")
+        assert tamper not in (_tamper_history, _tamper_turn) or "field 'inputs.history" in str(err)
     else:
         assert [w.kind for w in plain.warnings] == ["replay_differs"]

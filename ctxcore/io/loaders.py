@@ -97,7 +97,8 @@ def _as_stored(data: dict, source: str) -> Optional[Loaded]:
     None otherwise, and the plain path decides and says what differs; a test holds the two paths equal."""
     query, inputs, logged = data.get("query"), data.get("inputs"), data.get("logged")
     if not isinstance(query, str) or not isinstance(data.get("candidates"), list) or \
-            not isinstance(inputs, dict) or not isinstance(data.get("config"), dict):
+            not isinstance(inputs, dict) or not isinstance(data.get("config"), dict) or \
+            field_problems(inputs, "inputs", most=1):  # a history that is no list of turns fails the build
         return None
     try:
         cands = candidates(data["candidates"], source, "candidates", None, Candidate)[0]
