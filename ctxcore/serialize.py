@@ -9,6 +9,8 @@ import dataclasses
 import json
 from typing import Any
 
+from .seal import seal_of
+
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False)
@@ -79,14 +81,20 @@ def candidate_to_dict(c) -> dict:
     return _compact(c, keep=("id", "text", "score"))
 
 
+def block_to_dict(b) -> dict:
+    """A ``records.Block`` as a trace stores it (its tokens last)."""
+    return {**_compact(b), "tokens": b.tokens}
+
+
 def warning_to_dict(w) -> dict:
     """A warning as {kind, ids, message}; a plain message is kind ``note``."""
     return {"kind": getattr(w, "kind", "note"), "ids": list(getattr(w, "ids", ())), "message": str(w)}
 
 
-def trace_to_dict(t) -> dict:
-    """A ``records.Trace`` as the JSON object of the trace contract, fields in contract order."""
-    return {
+def trace_to_dict(t, sealed: bool = True) -> dict:
+    """A ``records.Trace`` as the JSON object of the trace contract, fields in contract order, with this engine's
+    seal (:mod:`ctxcore.seal`) last unless ``sealed`` is False."""
+    body = {
         "format": t.format,
         "query": t.query,
         "config": t.config.to_dict(),
@@ -94,7 +102,7 @@ def trace_to_dict(t) -> dict:
         "budget": dataclasses.asdict(t.budget),
         "candidates": [candidate_to_dict(c) for c in t.candidates],
         "decisions": [_compact(d) for d in t.decisions],
-        "blocks": [{**_compact(b), "tokens": b.tokens} for b in t.blocks],
+        "blocks": [block_to_dict(b) for b in t.blocks],
         "prompt": dataclasses.asdict(t.prompt),
         "warnings": [warning_to_dict(w) for w in t.warnings],
         "abstain": t.abstain,
@@ -102,3 +110,5 @@ def trace_to_dict(t) -> dict:
                    "history": list(t.inputs.history)},
         **({"logged": _compact(t.logged, keep=("format",))} if t.logged is not None else {}),
     }
+    seal = seal_of(body) if sealed else None
+    return {**body, "seal": seal} if seal is not None else body

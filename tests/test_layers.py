@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The records layer: plain data, the settings registry, the caches, the encodings table, the record writer.
 RECORDS = {"ctxcore.errors", "ctxcore.records", "ctxcore.settings", "ctxcore.encodings", "ctxcore.memo",
-           "ctxcore.serialize", "ctxcore.escape"}
+           "ctxcore.serialize", "ctxcore.escape", "ctxcore.seal"}
 LAYERS = ["records", "stages", "pipeline", "io", "analysis", "replay", "cli", "ui"]
 
 

@@ -23,6 +23,7 @@ from .loaded import Loaded
 from .reading import (KNOWN, NotJson, candidates, csv_rows, decode, json_type, looks_like_jsonl, parse_json,
                       parse_jsonl, read_bytes)
 from ..pipeline import build
+from ..serialize import trace_to_dict
 from ..records import FORMAT, Candidate, Config, Inputs, Logged, Trace, TraceWarning
 from .schema import field_problems
 from .tracefile import inputs_of, logged_of, trace_from_dict, warnings_of
@@ -106,7 +107,7 @@ def _as_stored(data: dict, source: str) -> Optional[Loaded]:
         rebuilt = build(cands, query, config, inputs_of(data))
     except (InputError, BuildError, TypeError, ValueError):
         return None
-    mine = rebuilt.to_dict()
+    mine = trace_to_dict(rebuilt, sealed=False)  # the data's own seal, if any, is not compared: it is no decision
     if any(key not in data or (key not in _OWN and data[key] != value) for key, value in mine.items()):
         return None
     if any(field_problems(data[key], key, most=1) for key in _OWN if data.get(key) is not None):

@@ -83,6 +83,11 @@ def trace_schema() -> dict:
     root["properties"]["warnings"]["items"] = {"anyOf": [{"$ref": "#/$defs/TraceWarning"}, {"type": "string"}],
                                                "description": "structured; plain messages in older traces"}
     root["properties"]["format"] = {"const": FORMAT}
+    root["properties"]["seal"] = {
+        "type": "string",
+        "description": "the engine's seal (ctxcore.seal): a SHA-256 over the engine that wrote the trace and every "
+                       "field but logged and warnings; a replay trusts the stored fates of a trace this engine sealed, "
+                       "and rebuilds any other"}
     root["required"] = ["format", "query", "config", "tokenizer", "budget", "candidates", "decisions", "blocks",
                         "prompt", "warnings"]
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "ctxcore.trace/1",

@@ -31,6 +31,7 @@ from ..io.limits import MAX_BYTES
 from ..io.live import store as live_store
 from ..io.loaded import Loaded
 from ..io.loaders import from_object, load
+from ..io.sealed import Stored, read_sealed
 from ..io.reading import decode, parse_json, parse_text, too_big
 
 SUFFIXES = (".json", ".jsonl", ".csv")
@@ -383,6 +384,32 @@ def load_item(item: Item) -> tuple[Loaded, Optional[str], Optional[str]]:
     if isinstance(records, dict) and "whole" in records:
         return family.load(records["whole"], item.source, records["trace_id"]), item.run_id, item.time
     return family.load(records, item.source, item.run_id), item.run_id, item.time
+
+
+def sealed_item(item: Item) -> Optional[tuple[Stored, Optional[str], Optional[str]]]:
+    """(the stored side, run id, time) of a run that is a trace this engine sealed (a log's line or a one-run
+    file), read as :func:`load_item` would name it; None for any other run (read it with :func:`load_item`)."""
+    if item.kind == "line" and '"seal"' in item.payload:
+        text = item.payload
+    elif item.kind == "bytes" and b'"seal"' in item.payload:
+        try:
+            text = decode(item.payload, item.source)
+        except InputError:
+            return None
+    else:
+        return None
+    try:
+        data = parse_json(text, item.source)
+    except InputError:
+        return None
+    stored = read_sealed(data, item.source)
+    if stored is None:
+        return None
+    own = stored.logged.trace_id if stored.logged is not None and stored.logged.trace_id else None
+    if item.kind == "bytes":
+        return stored, own, item.time
+    line_id = data.get("run_id")
+    return stored, own or (str(line_id) if line_id is not None else None), run_time(None, data)
 
 
 def _run_id(loaded: Loaded) -> Optional[str]:

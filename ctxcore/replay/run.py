@@ -7,7 +7,8 @@ For every run of the log (:mod:`ctxcore.replay.read` reads them lazily) the run 
   build under the policy the logged pipeline appears to follow (:mod:`ctxcore.analysis.policy`), and
   the new settings go on top of that policy, not of ctxcore's defaults, so a replay that changes
   nothing reports nothing changed;
-* ``trace`` — a ctxcore trace: its own decisions and prompt;
+* ``trace`` — a ctxcore trace: its own decisions and prompt (read off the JSON when this engine sealed it,
+  :func:`compare_sealed`; an unsealed one is rebuilt by the loader before it is believed);
 * ``config`` — ``baseline`` settings were given: a build under them;
 * ``file`` — anything else (a candidates file): a build under the file's own settings.
 
@@ -22,6 +23,7 @@ log through an engine (:mod:`ctxcore.replay.engines`) and streams the rows to
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import signal
 import threading
@@ -35,11 +37,13 @@ from ..errors import BuildError, InputError
 from ..analysis.explain import findings
 from ..analysis.policy import infer as infer_policy
 from ..io.loaded import Loaded
+from ..io.sealed import Stored, read_sealed, stored_trace
 from ..pipeline import clear_caches, evidence_cost
 from ..records import Trace
+from ..serialize import block_to_dict
 from .engines import CONNECT_TIMEOUT, default_workers
 from .engines import run as run_engine
-from .read import Item, items, load_item, total_bytes, why
+from .read import Item, items, load_item, sealed_item, total_bytes, why
 from .report import Summary, Writer
 
 BASELINES = ("policy", "trace", "config", "file")
@@ -121,7 +125,11 @@ def _cited_own(own: Trace, answer: str) -> list[tuple[str, str]]:
     """:func:`_cited_checked` without a sent prompt, fast: the check then ties ``[S#]`` citations to the trace's
     kept labels and nothing else (no sent context to read, no quotes, numbers or claims to weigh); a test holds
     the two equal."""
-    kept = {d.label: d.id for d in own.kept()}
+    return _cited_labels({d.label: d.id for d in own.kept()}, answer)
+
+
+def _cited_labels(kept: dict, answer: str) -> list[tuple[str, str]]:
+    """(label, id) of each ``[S#]`` the answer cites that names a kept passage (``kept``: label -> id)."""
     return [(label, kept[label]) for label in cited_labels(answer) if kept.get(label)]
 
 
@@ -154,11 +162,6 @@ def compare(loaded: Loaded, new: dict, baseline: Optional[dict] = None, with_fin
     else:
         kind, base = "file", loaded.build()
     side_a, side_b = _built_side(base), _built_side(after)
-    moved = _moves(side_a, side_b)
-    dropped = [m for m in moved if m["before_fate"] in _IN_PROMPT and m["after_fate"] not in _IN_PROMPT]
-    kept = [m for m in moved if m["before_fate"] not in _IN_PROMPT and m["after_fate"] in _IN_PROMPT]
-    common = set(side_a["order"]) & set(side_b["order"])
-    reordered = [i for i in side_a["order"] if i in common] != [i for i in side_b["order"] if i in common]
     if with_findings and not _same_context(base, after):
         f_a, f_b, checked = _findings_kinds(base), _findings_kinds(after), True
     else:
@@ -168,7 +171,44 @@ def compare(loaded: Loaded, new: dict, baseline: Optional[dict] = None, with_fin
         own = loaded.trace if loaded.trace is not None else base  # what the answer's labels refer to
     else:
         own = loaded.build() if answer else None
-    cited = _cited(own, answer, sent)
+    return _row(after, kind, side_a, side_b, (f_a, f_b, checked), _cited(own, answer, sent))
+
+
+def compare_sealed(stored: Stored, new: dict, with_findings: bool = True) -> Optional[dict]:
+    """:func:`compare` of a trace this engine sealed, against its stored fates (the trace is its own rebuild, so
+    it is not rebuilt; a test holds the two equal); None for a run whose baseline is not its trace (a logged
+    prompt: the policy's build). Its records are read only when findings are compared."""
+    logged = stored.logged
+    if logged is not None and logged.prompt_text:
+        return None
+    after = stored.loaded.build(stored.loaded.settings(**new))
+    side_a = {"fates": stored.fates, "order": list(stored.order), "evidence": stored.evidence,
+              "prompt": stored.prompt_tokens}
+    if with_findings and not _same_stored(stored, after):
+        base = stored_trace(stored)
+        found = (_findings_kinds(base), _findings_kinds(after), True)
+    else:
+        found = ([], [], False)
+    answer = logged.answer if logged is not None else None
+    cited = _cited_labels(stored.labels, answer) if answer else []
+    return _row(after, "trace", side_a, _built_side(after), found, cited)
+
+
+def _same_stored(stored: Stored, after: Trace) -> bool:
+    """:func:`_same_context` of a stored trace's JSON and a build."""
+    return stored.budget == dataclasses.asdict(after.budget) and stored.blocks == [
+        block_to_dict(b) for b in after.blocks] and stored.places == tuple(
+        (d.fate, d.stage, d.position) for d in after.decisions)
+
+
+def _row(after: Trace, kind: str, side_a: dict, side_b: dict, found: tuple, cited: list) -> dict:
+    """One run's row: the moves between the two sides, the finding kinds, the cited passages the new prompt loses."""
+    moved = _moves(side_a, side_b)
+    dropped = [m for m in moved if m["before_fate"] in _IN_PROMPT and m["after_fate"] not in _IN_PROMPT]
+    kept = [m for m in moved if m["before_fate"] not in _IN_PROMPT and m["after_fate"] in _IN_PROMPT]
+    common = set(side_a["order"]) & set(side_b["order"])
+    reordered = [i for i in side_a["order"] if i in common] != [i for i in side_b["order"] if i in common]
+    f_a, f_b, checked = found
     present = _present(after)
     lost = [(label, cid) for label, cid in cited if not present.get(cid, False)]
     return {
@@ -192,8 +232,13 @@ def replay_one(item: Item, new: dict, baseline: Optional[dict] = None, with_find
     read or built, ``{"index", "source", "ok": False, "reason": ...}``."""
     head = {"index": item.index, "source": item.source}
     try:
-        loaded, run_id, when = load_item(item)
-        row = compare(loaded, new, baseline, with_findings)
+        sealed = sealed_item(item) if baseline is None else None
+        row = compare_sealed(sealed[0], new, with_findings) if sealed is not None else None
+        if row is not None:
+            run_id, when = sealed[1], sealed[2]
+        else:
+            loaded, run_id, when = load_item(item)
+            row = compare(loaded, new, baseline, with_findings)
     except (InputError, BuildError) as err:
         return {**head, "ok": False, "run_id": item.run_id, "reason": why(err, item.source)}
     except (RecursionError, MemoryError, ValueError, TypeError, KeyError) as err:
