@@ -212,3 +212,21 @@ def test_a_forged_seal_on_a_malformed_trace_is_refused_as_plainly_as_without_it(
         data.pop("seal")
         assert not result["ok"] and result == replay_one(_item(json.dumps(data)), {"budget": 700}), field
         assert field.split("[")[0].split(".")[0] in result["reason"], result["reason"]
+
+
+def test_a_seal_made_for_edited_fates_is_that_persons_word_until_findings_are_compared(lines):
+    """A seal recomputed on purpose after an edit passes (the module says so): without findings the stored fates
+    are the baseline. Comparing findings rebuilds the trace; fates that differ from the rebuild then send the run
+    the loader's way, so the findings and the fates of one row never come from two different baselines."""
+    data = json.loads(lines[0])
+    kept = next(d for d in data["decisions"] if d["fate"] == "kept")
+    kept.update(fate="over_budget", label=None, position=None)
+    data["seal"] = seal_of(data)
+    forged = json.dumps(data, ensure_ascii=False)
+    stored = sealed_item(_item(forged))[0]
+    assert compare_sealed(stored, {"budget": 700}, False)["kept_before"] == sum(
+        d["fate"] == "kept" for d in data["decisions"])
+    assert compare_sealed(stored, {"budget": 700}, True) is None
+    data.pop("seal")
+    assert replay_one(_item(forged), {"budget": 700}) == replay_one(_item(json.dumps(data, ensure_ascii=False)),
+                                                                     {"budget": 700})

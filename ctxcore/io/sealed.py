@@ -10,6 +10,7 @@ and is loaded the plain way (which says what is wrong).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
@@ -19,7 +20,7 @@ from ..seal import is_sealed
 from .loaded import Loaded
 from .reading import candidates as read_candidates
 from .schema import field_problems
-from .tracefile import inputs_of, logged_of, trace_from_dict, warnings_of
+from .tracefile import inputs_of, logged_of, warnings_of
 
 _TEXT = str
 _COUNT = (int, type(None))
@@ -39,12 +40,15 @@ class Stored:
     budget: dict
     blocks: list
     logged: Optional[Logged]
-    data: dict                                # the trace's JSON, read whole only when findings are compared
+    data: dict                                # the trace's JSON
 
 
 def stored_trace(stored: Stored) -> Trace:
-    """The sealed trace's records, as the loader reads them (its schema walked; no rebuild)."""
-    return trace_from_dict(stored.data, source=stored.loaded.source)
+    """The sealed trace's records as the loader gives them: its rebuild under its own settings, with the log and
+    warnings it stores. Asked for after another build of the run (a replay's findings), the rebuild resumes from
+    that build's counting, which costs less than walking the JSON's schema and making its records."""
+    return dataclasses.replace(stored.loaded.build(), logged=stored.logged,
+                               warnings=warnings_of(stored.data.get("warnings", []), stored.loaded.source))
 
 
 def _decision_ok(d) -> bool:

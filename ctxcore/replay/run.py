@@ -177,7 +177,8 @@ def compare(loaded: Loaded, new: dict, baseline: Optional[dict] = None, with_fin
 def compare_sealed(stored: Stored, new: dict, with_findings: bool = True) -> Optional[dict]:
     """:func:`compare` of a trace this engine sealed, against its stored fates (the trace is its own rebuild, so
     it is not rebuilt; a test holds the two equal); None for a run whose baseline is not its trace (a logged
-    prompt: the policy's build). Its records are read only when findings are compared."""
+    prompt: the policy's build). Where findings are compared its records are the rebuild's, warm after the new
+    settings' build, and a stored side that differs from them sends the run the loader's way."""
     logged = stored.logged
     if logged is not None and logged.prompt_text:
         return None
@@ -186,6 +187,8 @@ def compare_sealed(stored: Stored, new: dict, with_findings: bool = True) -> Opt
               "prompt": stored.prompt_tokens}
     if with_findings and not _same_stored(stored, after):
         base = stored_trace(stored)
+        if _built_side(base) != side_a:  # a seal made for fates this engine does not decide: the loader's way
+            return None
         found = (_findings_kinds(base), _findings_kinds(after), True)
     else:
         found = ([], [], False)
