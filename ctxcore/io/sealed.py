@@ -22,7 +22,6 @@ from .reading import candidates as read_candidates
 from .schema import field_problems
 from .tracefile import inputs_of, logged_of, warnings_of
 
-_TEXT = str
 _COUNT = (int, type(None))
 
 
@@ -40,22 +39,21 @@ class Stored:
     budget: dict
     blocks: list
     logged: Optional[Logged]
-    data: dict                                # the trace's JSON
+    warnings: tuple                           # the trace's stored warnings (the loader's notes among them)
 
 
 def stored_trace(stored: Stored) -> Trace:
     """The sealed trace's records as the loader gives them: its rebuild under its own settings, with the log and
     warnings it stores. Asked for after another build of the run (a replay's findings), the rebuild resumes from
     that build's counting, which costs less than walking the JSON's schema and making its records."""
-    return dataclasses.replace(stored.loaded.build(), logged=stored.logged,
-                               warnings=warnings_of(stored.data.get("warnings", []), stored.loaded.source))
+    return dataclasses.replace(stored.loaded.build(), logged=stored.logged, warnings=stored.warnings)
 
 
 def _decision_ok(d) -> bool:
-    return (isinstance(d, dict) and isinstance(d.get("id"), _TEXT) and d.get("fate") in FATES
-            and isinstance(d.get("stage"), _TEXT) and isinstance(d.get("reason"), _TEXT)
+    return (isinstance(d, dict) and isinstance(d.get("id"), str) and d.get("fate") in FATES
+            and isinstance(d.get("stage"), str) and isinstance(d.get("reason"), str)
             and all(isinstance(d.get(k), _COUNT) and not isinstance(d.get(k), bool) for k in ("position", "cost"))
-            and isinstance(d.get("label"), (_TEXT, type(None))))
+            and isinstance(d.get("label"), (str, type(None))))
 
 
 def read_sealed(data, source: str) -> Optional[Stored]:
@@ -75,7 +73,7 @@ def read_sealed(data, source: str) -> Optional[Stored]:
         cands = read_candidates(data["candidates"], source, "candidates", None, Candidate)[0]
         config = Config.from_dict(data["config"], source=source)
         logged = logged_of(data.get("logged"), source)
-        warnings_of(data.get("warnings", []), source)
+        warnings = warnings_of(data.get("warnings", []), source)
     except (InputError, TypeError, ValueError):
         return None
     if sorted(c.id for c in cands) != sorted(d["id"] for d in decisions):
@@ -85,4 +83,4 @@ def read_sealed(data, source: str) -> Optional[Stored]:
     return Stored(loaded, {d["id"]: (d["fate"], d["stage"], d["reason"]) for d in decisions},
                   tuple((d["fate"], d["stage"], d.get("position")) for d in decisions), tuple(d["id"] for d in kept),
                   {d["label"]: d["id"] for d in kept if d.get("label")}, sum(d.get("cost") or 0 for d in kept),
-                  prompt["tokens"], data["budget"], data["blocks"], logged, data)
+                  prompt["tokens"], data["budget"], data["blocks"], logged, warnings)
